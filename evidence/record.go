@@ -1,0 +1,135 @@
+// Package evidence holds the run record: everything a run observed, streamed
+// as JSON lines while the run goes and written whole as run.json at the end.
+// The grader reads only this record; reports read the record and its verdict.
+package evidence
+
+import (
+	"time"
+
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// Schema identifies the run record format.
+const Schema = "sandcheck.dev/run/v1"
+
+// Sources of evidence. Only SourceProbe is written by code inside the sandbox;
+// the others are host-observed and outrank it.
+const (
+	SourceProbe    = "probe"
+	SourceCanary   = "canary"
+	SourceRuntime  = "runtime"
+	SourceTracer   = "tracer"
+	SourceTeardown = "teardown"
+)
+
+// Record is one run.
+type Record struct {
+	Schema     string    `json:"schema"`
+	RunID      string    `json:"run_id"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	StartedBy  string    `json:"started_by"`
+	Tool       Tool      `json:"tool"`
+	Target     Target    `json:"target"`
+	Runner     string    `json:"runner"`
+	Runtime    string    `json:"runtime"`
+	Image      Image     `json:"image"`
+	Host       Host      `json:"host"`
+	Sandboxes  []Sandbox `json:"sandboxes"`
+	Results    []Result  `json:"results"`
+	Errors     []string  `json:"errors,omitempty"`
+	Timing     Timing    `json:"timing"`
+	Verdict    *Verdict  `json:"verdict,omitempty"`
+}
+
+// Tool names the sandcheck build and policy that produced the record.
+type Tool struct {
+	Version       string `json:"version"`
+	PolicyVersion string `json:"policy_version"`
+}
+
+// Target describes the target file the run used.
+type Target struct {
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Digest  string `json:"digest"` // sha256 of the file's bytes
+	Profile string `json:"profile"`
+}
+
+// Image is the sandbox image.
+type Image struct {
+	Ref    string `json:"ref"`
+	Digest string `json:"digest"`
+}
+
+// Host describes the machine that ran the sandboxes.
+type Host struct {
+	Kernel        string `json:"kernel"`
+	Hostname      string `json:"hostname"`
+	CgroupVersion int    `json:"cgroup_version"`
+}
+
+// Sandbox is one sandbox the run started.
+type Sandbox struct {
+	ID           string               `json:"id"`
+	Name         string               `json:"name"`
+	Probes       []string             `json:"probes"`
+	StartSeconds float64              `json:"start_seconds"`
+	View         *runners.RuntimeView `json:"runtime_view,omitempty"`
+	Teardown     []string             `json:"teardown_leftovers,omitempty"`
+}
+
+// Result is one probe's result with all evidence joined to it.
+type Result struct {
+	Probe     string `json:"probe"`
+	Category  string `json:"category"`
+	Criterion string `json:"criterion"`
+	Severity  string `json:"severity"`
+	// Outcome is what the probe itself reported (self-reported). The grader
+	// weighs it against the host-observed items in Evidence.
+	Outcome  probes.Outcome `json:"outcome"`
+	Expected probes.Outcome `json:"expected"`
+	Detail   string         `json:"detail,omitempty"`
+	Evidence []Item         `json:"evidence"`
+	Sandbox  string         `json:"sandbox,omitempty"`
+	Seconds  float64        `json:"seconds"`
+}
+
+// Item is one piece of evidence. Indicates says which outcome the item
+// supports ("escaped", "blocked" or "" when it only informs).
+type Item struct {
+	Source    string            `json:"source"`
+	Kind      string            `json:"kind"`
+	Summary   string            `json:"summary"`
+	Indicates probes.Outcome    `json:"indicates,omitempty"`
+	Data      map[string]string `json:"data,omitempty"`
+}
+
+// Timing holds the run's performance figures.
+type Timing struct {
+	TotalSeconds        float64 `json:"total_seconds"`
+	SandboxStartSeconds float64 `json:"sandbox_start_seconds"`
+	ProbeSeconds        float64 `json:"probe_seconds"`
+}
+
+// Verdict is the grader's decision.
+type Verdict struct {
+	Pass     bool        `json:"pass"`
+	Criteria []Criterion `json:"criteria"`
+}
+
+// Criterion statuses.
+const (
+	StatusPass        = "pass"
+	StatusFail        = "fail"
+	StatusUnconfirmed = "unconfirmed"
+	StatusNotTested   = "not-tested"
+)
+
+// Criterion is the grade of one release criterion.
+type Criterion struct {
+	ID      string   `json:"id"`
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons"`
+}

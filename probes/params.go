@@ -1,0 +1,31 @@
+package probes
+
+// Params is what the harness hands a probe on the command line of the probe
+// binary. Probes reach only addresses named here.
+type Params struct {
+	// Token is unique to one probe invocation; probes send it with every
+	// canary contact and plant it in every marker, so host observations can be
+	// joined to the probe that caused them.
+	Token string
+	// RunID names the sandcheck run.
+	RunID string
+	// MetadataAddr is host:port of the metadata service to try, as the harness
+	// hands it (a canary it owns). Empty means the standard 169.254.169.254:80,
+	// which in tests is also a harness canary.
+	MetadataAddr string
+	// Marker is the token a sequence probe plants in its first sandbox and
+	// looks for in its second.
+	Marker string
+	// Phase is "plant" or "check" for sequence probes, empty otherwise.
+	Phase string
+	// ProbeDir is where the runner delivered the probe binary (read-only); the
+	// harness's own mount is not a finding.
+	ProbeDir string
+}
+
+// HoneyPrefix starts the name of every honeyfile the harness plants on the host.
+// Finding one from inside a sandbox proves host files are reachable.
+const HoneyPrefix = ".sandcheck-honey-"
+
+// MarkerPrefix starts the name of every marker file a persistence probe plants.
+const MarkerPrefix = ".sandcheck-marker-"

@@ -1,0 +1,220 @@
+package probes
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Spec declares one probe: what it tries, which release criterion it tests, what
+// each profile expects of it and how the harness must run it. Specs are data
+// (catalog.yaml); the code that carries a probe out lives in probes/impl.
+type Spec struct {
+	// ID is stable and dotted: category first (metadata.aws-imdsv1).
+	ID string `yaml:"id" json:"id"`
+	// Category is the PROBES.md family.
+	Category string `yaml:"category" json:"category"`
+	// Criterion is the one release criterion the probe tests.
+	Criterion string `yaml:"criterion" json:"criterion"`
+	// Severity of an escape: critical, high, medium, low, info.
+	Severity string `yaml:"severity" json:"severity"`
+	// Labels beyond the derived ones (category, criterion, severity); each
+	// must be in the closed vocabulary (see Labels).
+	Labels []string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Description says in one sentence what the probe tries.
+	Description string `yaml:"description" json:"description"`
+	// Rationale cites the threat the probe stands for.
+	Rationale string `yaml:"rationale" json:"rationale"`
+	// Remediation says how to make the sandbox block it.
+	Remediation string `yaml:"remediation" json:"remediation"`
+	// Timeout bounds one run of the probe, harness side.
+	Timeout Duration `yaml:"timeout" json:"timeout"`
+	// Bound states the limit a bounded probe stops at (e.g. "256 processes").
+	Bound string `yaml:"bound,omitempty" json:"bound,omitempty"`
+	// Sandbox says how the harness places the probe: shared (one sandbox for
+	// many probes), own (a fresh sandbox of its own) or sequence (two
+	// sandboxes of the same target, one after the other).
+	Sandbox Placement `yaml:"sandbox" json:"sandbox"`
+	// Expect maps a profile name to the outcome the profile demands; the key
+	// "default" applies to profiles not named.
+	Expect map[string]Outcome `yaml:"expect" json:"expect"`
+	// Host names the host-side evidence that can confirm or contradict the
+	// probe: canary:metadata, honeyfile, runtime:<fact>.
+	Host []string `yaml:"host,omitempty" json:"host,omitempty"`
+}
+
+// Placement is how the harness places a probe in sandboxes.
+type Placement string
+
+// The placements.
+const (
+	Shared   Placement = "shared"
+	Own      Placement = "own"
+	Sequence Placement = "sequence"
+)
+
+// Expected returns the outcome profile demands of the probe.
+func (s Spec) Expected(profile string) Outcome {
+	if o, ok := s.Expect[profile]; ok {
+		return o
+	}
+	return s.Expect["default"]
+}
+
+// AllLabels returns the probe's labels: category, criterion, severity, then its
+// own, sorted and without repeats.
+func (s Spec) AllLabels() []string {
+	l := append([]string{s.Category, s.Criterion, s.Severity}, s.Labels...)
+	sort.Strings(l)
+	return slices.Compact(l)
+}
+
+// Duration is a time.Duration that reads "30s" in YAML and JSON.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("parsing duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// The closed vocabularies. A name outside them is an error in the catalog.
+var (
+	Categories = []string{"metadata", "secrets", "host", "privilege", "syscalls", "egress",
+		"resources", "persistence", "output", "teardown", "attribution", "fingerprint", "workload"}
+	Criteria = []string{"no-ambient-cloud-identity", "no-host-mount", "bounded-resources",
+		"default-deny-egress", "immutable-approved-base", "isolated-scratch", "controlled-output",
+		"attributable-policy", "verified-teardown", "hardened-runtime", "usability"}
+	Severities = []string{"critical", "high", "medium", "low", "info"}
+	// ExtraLabels are labels a spec may carry besides its category, criterion
+	// and severity.
+	ExtraLabels = []string{"slow", "needs-root", "needs-network", "canary", "own-sandbox", "bounded"}
+	Profiles    = []string{"no-network-transform", "package-build", "brokered-data-task",
+		"mediated-browser", "high-risk-code", "human-approved-publish"}
+)
+
+// Labels returns the whole label vocabulary, sorted.
+func Labels() []string {
+	var l []string
+	for _, v := range [][]string{Categories, Criteria, Severities, ExtraLabels} {
+		l = append(l, v...)
+	}
+	sort.Strings(l)
+	return slices.Compact(l)
+}
+
+//go:embed catalog.yaml
+var catalogYAML []byte
+
+var (
+	catalogOnce sync.Once
+	catalog     []Spec
+	catalogErr  error
+)
+
+// Catalog returns every probe spec, in catalog order. The catalog is embedded
+// and checked by tests, so an error here is a build defect.
+func Catalog() []Spec {
+	catalogOnce.Do(func() { catalog, catalogErr = ParseCatalog(catalogYAML) })
+	if catalogErr != nil {
+		panic(catalogErr)
+	}
+	return catalog
+}
+
+// Lookup returns the spec with the given ID.
+func Lookup(id string) (Spec, bool) {
+	for _, s := range Catalog() {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// ParseCatalog decodes and checks a catalog document.
+func ParseCatalog(b []byte) ([]Spec, error) {
+	var doc struct {
+		Probes []Spec `yaml:"probes"`
+	}
+	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decoding probe catalog: %s", yaml.FormatError(err, false, true))
+	}
+	seen := map[string]bool{}
+	for i, s := range doc.Probes {
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("probe catalog entry %d (%s): %w", i, s.ID, err)
+		}
+		if seen[s.ID] {
+			return nil, fmt.Errorf("probe catalog: duplicate id %s", s.ID)
+		}
+		seen[s.ID] = true
+	}
+	return doc.Probes, nil
+}
+
+func (s Spec) check() error {
+	if !idPattern.MatchString(s.ID) {
+		return fmt.Errorf("id %q is not dotted lower-case", s.ID)
+	}
+	if !strings.HasPrefix(s.ID, s.Category+".") {
+		return fmt.Errorf("id must start with its category %q", s.Category)
+	}
+	for _, c := range []struct {
+		what, v string
+		in      []string
+	}{{"category", s.Category, Categories}, {"criterion", s.Criterion, Criteria}, {"severity", s.Severity, Severities}} {
+		if !slices.Contains(c.in, c.v) {
+			return fmt.Errorf("%s %q is not one of %v", c.what, c.v, c.in)
+		}
+	}
+	for _, l := range s.Labels {
+		if !slices.Contains(ExtraLabels, l) {
+			return fmt.Errorf("label %q is not registered (allowed: %v)", l, ExtraLabels)
+		}
+	}
+	if s.Description == "" || s.Rationale == "" || s.Remediation == "" {
+		return fmt.Errorf("description, rationale and remediation are required")
+	}
+	if s.Timeout <= 0 {
+		return fmt.Errorf("timeout must be positive")
+	}
+	switch s.Sandbox {
+	case Shared, Own, Sequence:
+	default:
+		return fmt.Errorf("sandbox %q is not shared, own or sequence", s.Sandbox)
+	}
+	if _, ok := s.Expect["default"]; !ok {
+		return fmt.Errorf("expect needs a default")
+	}
+	for p, o := range s.Expect {
+		if p != "default" && !slices.Contains(Profiles, p) {
+			return fmt.Errorf("expect names unknown profile %q", p)
+		}
+		if !o.Conclusive() {
+			return fmt.Errorf("expect %s: %q is not blocked or escaped", p, o)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+// Package runners defines how sandcheck starts sandboxes: the Runner and
+// Sandbox interfaces every backend implements, and the optional interfaces a
+// backend may add (host-side inspection, teardown verification).
+package runners
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Runner starts sandboxes the way a platform does.
+type Runner interface {
+	// Name identifies the backend ("docker").
+	Name() string
+	// Capabilities says what sandboxes from this runner can do; a probe that
+	// needs a missing capability is skipped with a reason, never failed.
+	Capabilities() Capabilities
+	// Start creates and starts one sandbox and returns once commands can run
+	// in it.
+	Start(ctx context.Context, spec SandboxSpec) (Sandbox, error)
+}
+
+// Sandbox is one running sandbox.
+type Sandbox interface {
+	// ID is the backend's identifier (a container ID).
+	ID() string
+	// CopyIn copies a host file into the sandbox.
+	CopyIn(ctx context.Context, hostPath, sandboxPath string) error
+	// Exec runs argv inside the sandbox and waits for it; output is capped
+	// (see ExitResult). A non-zero exit is not an error.
+	Exec(ctx context.Context, argv []string) (ExitResult, error)
+	// Close kills and removes the sandbox; calling it twice is safe.
+	Close(ctx context.Context) error
+}
+
+// Inspector is implemented by sandboxes whose runtime can describe them from
+// the host (the engine's own view: capabilities, mounts, limits...).
+type Inspector interface {
+	// Inspect returns the runtime's view of the sandbox.
+	Inspect(ctx context.Context) (RuntimeView, error)
+}
+
+// TeardownVerifier is implemented by sandboxes that can prove, after Close,
+// that nothing of them remains on the host.
+type TeardownVerifier interface {
+	// VerifyTeardown lists what survived Close; empty means clean.
+	VerifyTeardown(ctx context.Context) ([]string, error)
+}
+
+// Capabilities of a runner's sandboxes.
+type Capabilities struct {
+	// Network: sandboxes can be attached to the harness network.
+	Network bool
+	// Inspect: sandboxes implement Inspector.
+	Inspect bool
+	// ProbeDelivery: the runner can deliver the probe binary read-only.
+	ProbeDelivery bool
+}
+
+// SandboxSpec is what the harness asks of one sandbox. Backend-specific
+// settings come from the target file and are given to the runner's
+// constructor, not here.
+type SandboxSpec struct {
+	// Name is a human-readable name, unique within the run.
+	Name string
+	// Labels attribute the sandbox to run, target and task.
+	Labels map[string]string
+	// ProbeDir is a host directory holding the probe binary; the runner makes
+	// it available read-only at ProbeMount inside the sandbox.
+	ProbeDir string
+	// Network is the harness network to attach to ("" = as the target says).
+	Network string
+	// DNS is the resolver the sandbox must use (the harness's own).
+	DNS []string
+	// Env is added to the target's environment.
+	Env map[string]string
+	// StartTimeout bounds Start.
+	StartTimeout time.Duration
+}
+
+// ProbeMount is where the probe directory appears inside a sandbox.
+const ProbeMount = "/.sandcheck"
+
+// ProbeBinary is the probe binary's file name inside ProbeDir.
+const ProbeBinary = "sandcheck-probe"
+
+// MaxOutput caps each of stdout and stderr kept from one Exec.
+const MaxOutput = 256 << 10
+
+// ExitResult is what one Exec produced.
+type ExitResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// Truncated is set when output went past MaxOutput and was cut.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// RuntimeView is the runtime's own description of a sandbox, as the host sees
+// it. Fields the runtime cannot tell are left zero and listed in Unknown.
+type RuntimeView struct {
+	Runtime         string   `json:"runtime"`
+	Privileged      bool     `json:"privileged"`
+	User            string   `json:"user"`
+	CapAdd          []string `json:"cap_add"`
+	CapDrop         []string `json:"cap_drop"`
+	SecurityOpt     []string `json:"security_opt"`
+	Seccomp         string   `json:"seccomp"` // default, unconfined, custom
+	NoNewPrivileges bool     `json:"no_new_privileges"`
+	ReadOnlyRootfs  bool     `json:"read_only_rootfs"`
+	MaskedPaths     []string `json:"masked_paths"`
+	Mounts          []Mount  `json:"mounts"`
+	NetworkMode     string   `json:"network_mode"`
+	PidsLimit       int64    `json:"pids_limit"`
+	MemoryBytes     int64    `json:"memory_bytes"`
+	NanoCPUs        int64    `json:"nano_cpus"`
+	Env             []string `json:"env_names"` // names only, never values
+	Image           string   `json:"image"`
+	ImageDigest     string   `json:"image_digest"`
+	Unknown         []string `json:"unknown,omitempty"`
+}
+
+// Mount is one mount as the runtime reports it.
+type Mount struct {
+	Type        string `json:"type"` // bind, volume, tmpfs
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	ReadOnly    bool   `json:"read_only"`
+}
+
+// ErrStart means the sandbox never became ready (bad image, runtime failure,
+// start timeout); it is a harness error, not a finding.
+var ErrStart = errors.New("sandbox did not start")

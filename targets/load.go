@@ -1,0 +1,281 @@
+package targets
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// MaxFileSize bounds a target file.
+const MaxFileSize = 1 << 20
+
+// Error is one problem in a target file, located by line and column when the
+// field exists in the file.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Field  string // a YAML path such as $.docker.runtime
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", e.File, e.Line, e.Column)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Errors is every problem found in one file.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// ErrInvalid is wrapped by every validation failure, so callers can tell bad
+// input from I/O trouble.
+var ErrInvalid = errors.New("invalid target")
+
+// Load reads, decodes and validates a target file.
+func Load(path string) (*Target, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading target %s: %w", path, err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(ioLimit(f, MaxFileSize+1)); err != nil {
+		return nil, fmt.Errorf("reading target %s: %w", path, err)
+	}
+	if buf.Len() > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalid, path, MaxFileSize)
+	}
+	return Parse(path, buf.Bytes())
+}
+
+// Parse decodes and validates target file content; name is used in errors
+// and to resolve relative paths.
+func Parse(name string, b []byte) (*Target, error) {
+	var t Target
+	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField())
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, decodeError(name, err))
+	}
+	sum := sha256.Sum256(b)
+	t.Path, t.Digest = name, "sha256:"+hex.EncodeToString(sum[:])
+	v := validator{name: name, src: b}
+	v.check(&t)
+	if len(v.errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, v.errs)
+	}
+	return &t, nil
+}
+
+func decodeError(name string, err error) error {
+	var se yaml.Error
+	if errors.As(err, &se) {
+		if tk := se.GetToken(); tk != nil && tk.Position != nil {
+			return &Error{File: name, Line: tk.Position.Line, Column: tk.Position.Column, Msg: se.GetMessage()}
+		}
+		return &Error{File: name, Msg: se.GetMessage()}
+	}
+	return &Error{File: name, Msg: err.Error()}
+}
+
+type validator struct {
+	name string
+	src  []byte
+	errs Errors
+}
+
+// add records a problem at the YAML path, located in the source when present.
+func (v *validator) add(path, format string, args ...any) {
+	e := &Error{File: v.name, Field: path, Msg: fmt.Sprintf(format, args...)}
+	if p, err := yaml.PathString(path); err == nil {
+		if f, err := parser.ParseBytes(v.src, 0); err == nil {
+			if n, err := p.FilterFile(f); err == nil && n != nil {
+				if pos := n.GetToken().Position; pos != nil {
+					e.Line, e.Column = pos.Line, pos.Column
+				}
+			}
+		}
+	}
+	v.errs = append(v.errs, e)
+}
+
+var (
+	namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	capPattern  = regexp.MustCompile(`^[A-Z][A-Z_]{1,30}$`)
+	sizePattern = regexp.MustCompile(`^[0-9]+(k|Ki|K|m|M|Mi|g|G|Gi)?$`)
+)
+
+func (v *validator) check(t *Target) {
+	if t.Schema != Schema {
+		v.add("$.schema", "must be %q, got %q", Schema, t.Schema)
+	}
+	if !namePattern.MatchString(t.Name) {
+		v.add("$.name", "must be lower-case letters, digits, '.', '_' or '-' (got %q)", t.Name)
+	}
+	if t.Image == "" {
+		v.add("$.image", "is required")
+	}
+	if !slices.Contains(probes.Profiles, t.Profile) {
+		v.add("$.profile", "%q is not one of %v", t.Profile, probes.Profiles)
+	}
+	switch t.Runner {
+	case "docker":
+		if t.Docker == nil {
+			v.add("$.runner", "runner docker needs a docker: section")
+			return
+		}
+		v.checkDocker(t.Docker)
+	case "":
+		v.add("$.runner", "is required")
+	default:
+		v.add("$.runner", "%q is not a known runner (known: docker)", t.Runner)
+	}
+}
+
+func (v *validator) checkDocker(d *Docker) {
+	oneOf := func(path, val string, allowed ...string) {
+		if !slices.Contains(allowed, val) {
+			v.add(path, "%q is not one of %v", val, allowed)
+		}
+	}
+	oneOf("$.docker.runtime", d.Runtime, "runc", "runsc")
+	if d.Seccomp != "" && d.Seccomp != "default" && d.Seccomp != "unconfined" && !strings.HasSuffix(d.Seccomp, ".json") {
+		v.add("$.docker.seccomp", "must be default, unconfined or a path to a .json profile (got %q)", d.Seccomp)
+	}
+	if d.AppArmor != "" {
+		oneOf("$.docker.apparmor", d.AppArmor, "default", "unconfined")
+	}
+	if d.SystemPaths != "" {
+		oneOf("$.docker.system_paths", d.SystemPaths, "masked", "unconfined")
+	}
+	for i, c := range d.CapAdd {
+		if !capPattern.MatchString(c) || c == "ALL" || strings.HasPrefix(c, "CAP_") {
+			v.add(fmt.Sprintf("$.docker.cap_add[%d]", i), "%q is not a capability name without the CAP_ prefix", c)
+		}
+	}
+	for i, c := range d.CapDrop {
+		if !capPattern.MatchString(c) || strings.HasPrefix(c, "CAP_") {
+			v.add(fmt.Sprintf("$.docker.cap_drop[%d]", i), "%q is not a capability name without the CAP_ prefix (or ALL)", c)
+		}
+	}
+	for i, tm := range d.Tmpfs {
+		p := fmt.Sprintf("$.docker.tmpfs[%d]", i)
+		if !filepath.IsAbs(tm.Path) {
+			v.add(p+".path", "must be an absolute path (got %q)", tm.Path)
+		}
+		if _, err := ParseSize(tm.Size); err != nil || tm.Size == "" {
+			v.add(p+".size", "must be a size such as 16Mi (got %q)", tm.Size)
+		}
+	}
+	if d.PidsLimit < 0 {
+		v.add("$.docker.pids_limit", "must not be negative")
+	}
+	if d.Memory != "" {
+		if n, err := ParseSize(d.Memory); err != nil || n < 6<<20 {
+			v.add("$.docker.memory", "must be a size of at least 6Mi such as 128Mi (got %q)", d.Memory)
+		}
+	}
+	if d.CPUs < 0 {
+		v.add("$.docker.cpus", "must not be negative")
+	}
+	if d.Network == "" {
+		v.add("$.docker.network", "is required: none, harness or a Docker network name")
+	} else if d.Network == "host" || d.Network == "bridge" || d.Network == "default" {
+		v.add("$.docker.network", "%q would reach beyond the harness's own addresses; use none, harness or a dedicated network", d.Network)
+	}
+	for i, m := range d.Mounts {
+		p := fmt.Sprintf("$.docker.mounts[%d]", i)
+		if m.Source == "" {
+			v.add(p+".source", "is required")
+		}
+		if !filepath.IsAbs(m.Target) || filepath.Clean(m.Target) == "/" {
+			v.add(p+".target", "must be an absolute path other than / (got %q)", m.Target)
+		}
+		if strings.HasPrefix(filepath.Clean(m.Target), "/.sandcheck") {
+			v.add(p+".target", "%s is reserved for the probe binary", m.Target)
+		}
+	}
+	for k := range d.Env {
+		if strings.HasPrefix(k, "SANDCHECK_") {
+			v.add("$.docker.env."+k, "the SANDCHECK_ prefix is reserved for the harness")
+		}
+	}
+}
+
+// ParseSize reads sizes such as 128Mi, 512M, 1G or 4096 (bytes). Binary and
+// decimal suffixes are both read as binary multiples, as Docker does.
+func ParseSize(s string) (int64, error) {
+	if !sizePattern.MatchString(s) {
+		return 0, fmt.Errorf("size %q: want a number with an optional k, M or G suffix", s)
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	num, suf := s, ""
+	if i >= 0 {
+		num, suf = s[:i], s[i:]
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	shift := map[string]uint{"": 0, "k": 10, "K": 10, "Ki": 10, "m": 20, "M": 20, "Mi": 20, "g": 30, "G": 30, "Gi": 30}[suf]
+	if n > (1<<62)>>shift {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n << shift, nil
+}
+
+// ResolveMounts returns the docker mounts with ${SANDCHECK_RUN_DIR} expanded
+// and relative sources made absolute against the target file's folder. It
+// creates missing sources only inside runDir, the run's own folder.
+func (t *Target) ResolveMounts(runDir string) ([]Mount, error) {
+	if t.Docker == nil {
+		return nil, nil
+	}
+	base := filepath.Dir(t.Path)
+	out := make([]Mount, 0, len(t.Docker.Mounts))
+	for _, m := range t.Docker.Mounts {
+		src := strings.ReplaceAll(m.Source, "${SANDCHECK_RUN_DIR}", runDir)
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(base, src)
+		}
+		src = filepath.Clean(src)
+		if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+			rel, rerr := filepath.Rel(runDir, src)
+			if rerr != nil || strings.HasPrefix(rel, "..") {
+				return nil, fmt.Errorf("mount source %s of target %s does not exist", src, t.Path)
+			}
+			if err := os.MkdirAll(src, 0o755); err != nil {
+				return nil, fmt.Errorf("creating mount source %s: %w", src, err)
+			}
+		}
+		m.Source = src
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,86 @@
+package targets
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFixturesLoad(t *testing.T) {
+	files, err := filepath.Glob("../fixtures/targets/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("want at least 3 fixture targets, got %v (%v)", files, err)
+	}
+	for _, f := range files {
+		tg, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !strings.HasPrefix(tg.Digest, "sha256:") || tg.Docker == nil {
+			t.Errorf("%s: digest %q docker %v", f, tg.Digest, tg.Docker)
+		}
+	}
+}
+
+func TestErrorsNameFileLineAndField(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown field", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  bogus: 1\n", "t.yaml:9:"},
+		{"bad runtime", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: kata\n  network: none\n", "t.yaml:7:12: $.docker.runtime: \"kata\" is not one of"},
+		{"bad profile", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: yolo\ndocker:\n  runtime: runc\n  network: none\n", "t.yaml:5:10: $.profile"},
+		{"wrong schema", "schema: v0\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n", "t.yaml:1:9: $.schema"},
+		{"host network", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: host\n", "$.docker.network"},
+		{"bad tmpfs size", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  tmpfs:\n    - {path: /tmp, size: lots}\n", "$.docker.tmpfs[0].size"},
+		{"not yaml", "schema: [\n", "t.yaml:"},
+		{"unknown runner", "schema: sandcheck.dev/target/v1\nname: x\nrunner: lxc\nimage: i\nprofile: high-risk-code\n", "$.runner: \"lxc\""},
+		{"reserved env", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  env: {SANDCHECK_TOKEN: x}\n", "reserved"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(c.src))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error does not wrap ErrInvalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"4096": 4096, "16Mi": 16 << 20, "512M": 512 << 20, "1G": 1 << 30, "8k": 8 << 10} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1T", "12.5M", "99999999999999999999G"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) succeeded", in)
+		}
+	}
+}
+
+func TestResolveMountsCreatesOnlyInsideRunDir(t *testing.T) {
+	dir := t.TempDir()
+	tg := &Target{Path: filepath.Join(dir, "t.yaml"), Docker: &Docker{Mounts: []Mount{{Source: "${SANDCHECK_RUN_DIR}/share", Target: "/s"}}}}
+	run := filepath.Join(dir, "run")
+	ms, err := tg.ResolveMounts(run)
+	if err != nil || len(ms) != 1 || ms[0].Source != filepath.Join(run, "share") {
+		t.Fatalf("ResolveMounts = %v, %v", ms, err)
+	}
+	if fi, err := os.Stat(ms[0].Source); err != nil || !fi.IsDir() {
+		t.Fatalf("source not created: %v", err)
+	}
+	tg.Docker.Mounts[0].Source = "missing"
+	if _, err := tg.ResolveMounts(run); err == nil {
+		t.Fatal("a missing source outside the run dir must be an error")
+	}
+}

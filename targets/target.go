@@ -1,0 +1,82 @@
+// Package targets reads target files: which runner, image and profile a run
+// uses, and how the runner must configure each sandbox. The format is
+// versioned (schema: sandcheck.dev/target/v1); errors name file, line and
+// field.
+package targets
+
+// Schema is the only target schema this build reads.
+const Schema = "sandcheck.dev/target/v1"
+
+// Target is one parsed target file.
+type Target struct {
+	Schema  string `yaml:"schema"`
+	Name    string `yaml:"name"`
+	Runner  string `yaml:"runner"`
+	Image   string `yaml:"image"`
+	Profile string `yaml:"profile"`
+	// Description is free text for reports.
+	Description string `yaml:"description,omitempty"`
+	// Docker configures the docker runner; required when Runner is docker.
+	Docker *Docker `yaml:"docker,omitempty"`
+
+	// Path is the file the target was read from (set by Load).
+	Path string `yaml:"-"`
+	// Digest is the sha256 of the file's bytes (set by Load).
+	Digest string `yaml:"-"`
+}
+
+// Docker is how the docker runner configures each container.
+type Docker struct {
+	// Runtime is the OCI runtime: runc or runsc.
+	Runtime string `yaml:"runtime"`
+	// User is "uid[:gid]" or a name; empty means the image's default.
+	User string `yaml:"user,omitempty"`
+	// CapAdd and CapDrop are capability names without the CAP_ prefix; ALL
+	// is allowed in CapDrop.
+	CapAdd  []string `yaml:"cap_add,omitempty"`
+	CapDrop []string `yaml:"cap_drop,omitempty"`
+	// Seccomp is "default", "unconfined" or a path to a profile (relative to
+	// the target file).
+	Seccomp string `yaml:"seccomp,omitempty"`
+	// AppArmor is "default" or "unconfined" (ignored where AppArmor is off).
+	AppArmor string `yaml:"apparmor,omitempty"`
+	// SystemPaths is "masked" (the runtime's masked and read-only /proc
+	// paths) or "unconfined".
+	SystemPaths string `yaml:"system_paths,omitempty"`
+	// NoNewPrivileges sets no_new_privs on the workload.
+	NoNewPrivileges bool `yaml:"no_new_privileges"`
+	// ReadOnlyRootfs mounts the image read-only.
+	ReadOnlyRootfs bool `yaml:"read_only_rootfs"`
+	// Tmpfs are size-limited tmpfs mounts (scratch, /tmp).
+	Tmpfs []Tmpfs `yaml:"tmpfs,omitempty"`
+	// PidsLimit caps the number of tasks; 0 means no limit.
+	PidsLimit int64 `yaml:"pids_limit,omitempty"`
+	// Memory caps memory, e.g. "128Mi"; empty means no limit.
+	Memory string `yaml:"memory,omitempty"`
+	// CPUs caps CPU, e.g. 0.5; 0 means no limit.
+	CPUs float64 `yaml:"cpus,omitempty"`
+	// Network is "none", "harness" (the harness's canary network, which
+	// reaches only harness-owned addresses) or the name of an existing
+	// Docker network.
+	Network string `yaml:"network"`
+	// Mounts are bind mounts of host paths. A relative source is relative to
+	// the target file; ${SANDCHECK_RUN_DIR} expands to the run's own folder.
+	Mounts []Mount `yaml:"mounts,omitempty"`
+	// Env is added to the container environment.
+	Env map[string]string `yaml:"env,omitempty"`
+}
+
+// Tmpfs is one size-limited tmpfs mount.
+type Tmpfs struct {
+	Path string `yaml:"path"`
+	Size string `yaml:"size"`
+	// Exec allows executing files from it (default noexec).
+	Exec bool `yaml:"exec,omitempty"`
+}
+
+// Mount is one bind mount.
+type Mount struct {
+	Source   string `yaml:"source"`
+	Target   string `yaml:"target"`
+	ReadOnly bool   `yaml:"read_only,omitempty"`
+}
