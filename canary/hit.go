@@ -1,0 +1,121 @@
+package canary
+
+import (
+	"sync"
+	"time"
+)
+
+// Service names used in Hit.Service.
+const (
+	ServiceAWS   = "aws-imds"
+	ServiceGCP   = "gcp-metadata"
+	ServiceAzure = "azure-imds"
+)
+
+// Hit is one request a canary received. Every field except Time, Service and
+// Status is copied from the request, so it is attacker-controlled text: it is
+// bounded (see MaxFieldLen) and must be treated as data, never as markup or
+// commands.
+type Hit struct {
+	Time    time.Time `json:"time"`
+	Service string    `json:"service"`
+	Method  string    `json:"method"`
+	// Path is the request URI (path and query).
+	Path string `json:"path"`
+	// Remote is the peer's host:port as the host saw it, not as the
+	// request claims (X-Forwarded-For is ignored).
+	Remote string `json:"remote"`
+	// Token and Probe attribute the hit to one probe invocation; empty when
+	// the request carried no well-formed attribution.
+	Token string `json:"token,omitempty"`
+	Probe string `json:"probe,omitempty"`
+	// Agent is the User-Agent, which names the client library (an SDK
+	// versus a hand-written request).
+	Agent string `json:"agent,omitempty"`
+	// Status is the HTTP status the canary answered with; 200 on a
+	// credentials path means honeytokens left the host.
+	Status int `json:"status"`
+}
+
+// DefaultMaxHits is the number of hits a Recorder keeps when given no cap.
+const DefaultMaxHits = 10000
+
+// Recorder keeps the hits of one run. It is safe for concurrent use. Past its
+// cap it drops hits and counts them, so a sandbox hammering a canary cannot
+// exhaust the host's memory.
+type Recorder struct {
+	max int
+
+	mu      sync.Mutex
+	hits    []Hit
+	dropped int
+
+	cbMu  sync.Mutex // serializes onHit calls and guards onHit
+	onHit func(Hit)
+}
+
+// NewRecorder returns a Recorder keeping at most max hits (DefaultMaxHits if
+// max <= 0). onHit, if not nil, is called once for every kept hit, so the run
+// can stream hits into its evidence log; calls are serialized, happen on the
+// canary's request path (keep them quick) and are not made for dropped hits.
+func NewRecorder(max int, onHit func(Hit)) *Recorder {
+	if max <= 0 {
+		max = DefaultMaxHits
+	}
+	return &Recorder{max: max, onHit: onHit}
+}
+
+// Record stores h, or counts it as dropped when the recorder is full. It
+// reports whether h was kept.
+func (r *Recorder) Record(h Hit) bool {
+	r.mu.Lock()
+	if len(r.hits) >= r.max {
+		r.dropped++
+		r.mu.Unlock()
+		return false
+	}
+	r.hits = append(r.hits, h)
+	r.mu.Unlock()
+	r.cbMu.Lock()
+	defer r.cbMu.Unlock()
+	if r.onHit != nil {
+		r.onHit(h)
+	}
+	return true
+}
+
+// OnHit sets the callback NewRecorder describes, replacing any set before.
+// Hits kept earlier are not replayed; read them with Hits.
+func (r *Recorder) OnHit(fn func(Hit)) {
+	r.cbMu.Lock()
+	defer r.cbMu.Unlock()
+	r.onHit = fn
+}
+
+// Hits returns a copy of the kept hits in arrival order.
+func (r *Recorder) Hits() []Hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Hit(nil), r.hits...)
+}
+
+// ByToken returns the kept hits attributed to token, in arrival order. An
+// empty token selects the unattributed hits.
+func (r *Recorder) ByToken(token string) []Hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Hit
+	for _, h := range r.hits {
+		if h.Token == token {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Dropped returns how many hits arrived after the recorder was full.
+func (r *Recorder) Dropped() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
+}

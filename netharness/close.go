@@ -1,0 +1,107 @@
+package netharness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/moby/moby/client"
+)
+
+// Close undoes Create in reverse: it stops the canary, removes the metadata
+// address and the iptables rules, removes the Docker network and releases
+// the host lock. Containers still attached are disconnected by force (remove
+// the sandboxes first; a sandbox that outlives the harness is the runner's
+// teardown failure, not the network's). It carries on past failures and
+// returns them all. Give it a live context; calling it twice is safe.
+func (n *Network) Close(ctx context.Context) error {
+	n.closeMu.Lock()
+	defer n.closeMu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	var errs []error
+	if n.srv != nil {
+		if err := n.srv.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping metadata canary: %w", err))
+		}
+	}
+	if n.addrDone {
+		if err := delMetadataAddr(n.bridge); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range slices.Backward(n.rules) {
+		if err := deleteRule(n.ipt, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.id != "" {
+		if err := removeNetwork(ctx, n.docker, n.id); err != nil {
+			errs = append(errs, fmt.Errorf("removing docker network %s: %w", n.name, err))
+		}
+	}
+	if err := n.lock.release(); err != nil {
+		errs = append(errs, err)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		n.log.Warn("harness network teardown incomplete", "network", n.name, "err", err)
+	} else if n.id != "" {
+		n.log.Info("harness network removed", "network", n.name)
+	}
+	return err
+}
+
+// Leftovers lists what of the network still exists on the host: the Docker
+// network, the bridge, the metadata address on any link, iptables rules
+// naming the bridge, a listener on the metadata address. After Close it
+// must be empty; it is the teardown evidence for the run record.
+func (n *Network) Leftovers(ctx context.Context) ([]string, error) {
+	var out []string
+	var errs []error
+	if n.id != "" {
+		nets, err := n.docker.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("id", n.id)})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing docker networks: %w", err))
+		}
+		for _, x := range nets.Items {
+			if x.ID == n.id {
+				out = append(out, "docker network "+n.name)
+			}
+		}
+	}
+	if n.bridge != "" {
+		ok, err := linkExists(n.bridge)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			out = append(out, "bridge "+n.bridge)
+		}
+		rules, err := harnessRules(n.ipt, n.bridge)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, r := range rules {
+			out = append(out, "iptables rule "+r.String())
+		}
+	}
+	links, err := linksHoldingMetadata()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, l := range links {
+		out = append(out, fmt.Sprintf("address %s on %s", metadataIP, l))
+	}
+	listening, err := metadataListening()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if listening {
+		out = append(out, "listener on "+n.MetadataAddr())
+	}
+	return out, errors.Join(errs...)
+}

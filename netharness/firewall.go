@@ -1,0 +1,115 @@
+package netharness
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-iptables/iptables"
+)
+
+// rule is one iptables rule in the filter table.
+type rule struct {
+	chain string
+	spec  []string
+}
+
+func (r rule) String() string { return r.chain + " " + strings.Join(r.spec, " ") }
+
+// forwardRules stop every forwarded packet into or out of the bridge.
+// DOCKER-USER is the chain Docker evaluates first in FORWARD and never
+// rewrites, so the drops sit ahead of Docker's own accept rules.
+func forwardRules(bridge string) []rule {
+	return []rule{
+		{"DOCKER-USER", []string{"-i", bridge, "-j", "DROP"}},
+		{"DOCKER-USER", []string{"-o", bridge, "-j", "DROP"}},
+	}
+}
+
+// inputRules let packets from the bridge reach only the harness's own
+// addresses on the host (the metadata canary and the gateway, where the DNS
+// canary will listen); everything else the host listens on stays out of the
+// sandbox's reach. Order matters: the accepts precede the drop.
+func inputRules(bridge, gateway string) []rule {
+	return []rule{
+		{"INPUT", []string{"-i", bridge, "-d", metadataIP.String() + "/32", "-j", "ACCEPT"}},
+		{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-j", "ACCEPT"}},
+		{"INPUT", []string{"-i", bridge, "-j", "DROP"}},
+	}
+}
+
+// bridgePattern matches the names of harness bridges.
+var bridgePattern = regexp.MustCompile(`^scbr-[0-9a-f]{8}$`)
+
+// ruleMentionsBridge matches an iptables -S line naming a harness bridge as
+// in- or out-interface.
+var ruleMentionsBridge = regexp.MustCompile(`(^| )-[io] scbr-[0-9a-f]{8}( |$)`)
+
+// sweptChains are the chains the harness adds rules to.
+var sweptChains = []string{"DOCKER-USER", "INPUT"}
+
+// insertRules inserts rules at the top of their chains, keeping their given
+// order, and returns the ones that went in (for undo on failure).
+func insertRules(ipt *iptables.IPTables, rules []rule) ([]rule, error) {
+	var done []rule
+	pos := map[string]int{}
+	for _, r := range rules {
+		pos[r.chain]++
+		if err := ipt.Insert("filter", r.chain, pos[r.chain], r.spec...); err != nil {
+			return done, fmt.Errorf("inserting rule %s: %w", r, err)
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
+
+// checkForwardOrder fails unless FORWARD jumps to DOCKER-USER before any
+// rule that names the bridge; otherwise Docker's accepts would win over the
+// drops.
+func checkForwardOrder(ipt *iptables.IPTables, bridge string) error {
+	lines, err := ipt.List("filter", "FORWARD")
+	if err != nil {
+		return fmt.Errorf("listing FORWARD: %w", err)
+	}
+	jump := slices.Index(lines, "-A FORWARD -j DOCKER-USER")
+	if jump < 0 {
+		return fmt.Errorf("checking FORWARD: no jump to DOCKER-USER, so the drop rules would not apply")
+	}
+	for i, l := range lines[:jump] {
+		if strings.Contains(l+" ", " "+bridge+" ") {
+			return fmt.Errorf("checking FORWARD: rule %d %q names %s ahead of the DOCKER-USER jump", i, l, bridge)
+		}
+	}
+	return nil
+}
+
+// harnessRules lists the rules in the swept chains naming a harness bridge
+// (any bridge when bridge is empty), as deletable specs.
+func harnessRules(ipt *iptables.IPTables, bridge string) ([]rule, error) {
+	var out []rule
+	for _, chain := range sweptChains {
+		lines, err := ipt.List("filter", chain)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", chain, err)
+		}
+		for _, l := range lines {
+			if !ruleMentionsBridge.MatchString(l) || (bridge != "" && !strings.Contains(l+" ", " "+bridge+" ")) {
+				continue
+			}
+			f := strings.Fields(l)
+			if len(f) < 3 || f[0] != "-A" || f[1] != chain {
+				continue
+			}
+			out = append(out, rule{chain: chain, spec: f[2:]})
+		}
+	}
+	return out, nil
+}
+
+func deleteRule(ipt *iptables.IPTables, r rule) error {
+	if err := ipt.DeleteIfExists("filter", r.chain, r.spec...); err != nil {
+		return fmt.Errorf("deleting rule %s: %w", r, err)
+	}
+	return nil
+}

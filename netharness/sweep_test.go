@@ -1,0 +1,66 @@
+package netharness
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSweepRemovesDeadRun leaves a network as a crashed run would (canary
+// gone, lock dropped, everything else in place) and checks Sweep removes it.
+func TestSweepRemovesDeadRun(t *testing.T) {
+	docker := needHost(t)
+	n := createForTest(t, docker, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	// Die: the process's listener and flock go with it; nothing else does.
+	if err := n.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.lock.release(); err != nil {
+		t.Fatal(err)
+	}
+
+	removed, err := Sweep(ctx, docker)
+	if err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if !slices.Contains(removed, "docker network "+n.Name()) {
+		t.Errorf("Sweep removed %q, want the network %s among them", removed, n.Name())
+	}
+	rules := slices.DeleteFunc(slices.Clone(removed), func(s string) bool { return !strings.Contains(s, n.Bridge()) })
+	if len(rules) != 5 {
+		t.Errorf("Sweep removed rules %q, want the 5 rules naming %s", rules, n.Bridge())
+	}
+	checkGone(t, docker, n)
+}
+
+// TestLockExcludesSecondRun checks that while one harness network lives, a
+// second Create and a Sweep wait for the lock, give up with their context
+// and touch nothing.
+func TestLockExcludesSecondRun(t *testing.T) {
+	docker := needHost(t)
+	n := createForTest(t, docker, nil)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if second, err := Create(ctx, Options{RunID: "second", Docker: docker}); err == nil {
+		second.Close(t.Context())
+		t.Fatal("a second Create succeeded while the first network lives")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second Create failed with %v, want a lock wait ended by the deadline", err)
+	}
+
+	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if removed, err := Sweep(ctx, docker); !errors.Is(err, context.DeadlineExceeded) || len(removed) > 0 {
+		t.Errorf("Sweep during a live run removed %q with error %v; want nothing removed and a deadline error", removed, err)
+	}
+	left, err := n.Leftovers(t.Context())
+	if err != nil || len(left) != 9 {
+		t.Errorf("live network's parts = %q (err %v), want all 9 still there", left, err)
+	}
+}
