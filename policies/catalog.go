@@ -1,0 +1,28 @@
+package policies
+
+import (
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// catalogData is the catalog as the policy reads it (data.catalog): the
+// criteria in order and, per probe, the facts a record must agree with.
+func catalogData(criteria []string, specs []probes.Spec) map[string]any {
+	ps := make(map[string]any, len(specs))
+	for _, s := range specs {
+		expect := make(map[string]any, len(s.Expect))
+		for p, o := range s.Expect {
+			expect[p] = string(o)
+		}
+		ps[s.ID] = map[string]any{
+			"category":  s.Category,
+			"criterion": s.Criterion,
+			"severity":  s.Severity,
+			"expect":    expect,
+		}
+	}
+	cs := make([]any, len(criteria))
+	for i, c := range criteria {
+		cs[i] = c
+	}
+	return map[string]any{"catalog": map[string]any{"criteria": cs, "probes": ps}}
+}

@@ -1,0 +1,153 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// Grader evaluates run records against the embedded release criteria. The
+// policy is compiled once, by New; a Grader is safe for concurrent use.
+type Grader struct {
+	query    rego.PreparedEvalQuery
+	criteria []string
+}
+
+// Option configures a Grader.
+type Option func(*config)
+
+type config struct {
+	specs []probes.Spec
+}
+
+// WithCatalog grades against specs instead of probes.Catalog(). The criteria
+// and their order stay probes.Criteria. Meant for tests and for catalogs
+// that extend the built-in one.
+func WithCatalog(specs []probes.Spec) Option {
+	return func(c *config) { c.specs = specs }
+}
+
+// New compiles the embedded policy and prepares its query.
+func New(opts ...Option) (*Grader, error) {
+	cfg := config{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.specs == nil {
+		cfg.specs = probes.Catalog()
+	}
+	criteria := append([]string(nil), probes.Criteria...)
+
+	ropts := []func(*rego.Rego){
+		rego.Query(Query),
+		rego.Store(inmem.NewFromObject(catalogData(criteria, cfg.specs))),
+		rego.SetRegoVersion(ast.RegoV1),
+		rego.Strict(true),
+	}
+	for _, n := range policyFiles(false) {
+		b, err := regoFS.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("reading policy %s: %w", n, err)
+		}
+		ropts = append(ropts, rego.Module(n, string(b)))
+	}
+	q, err := rego.New(ropts...).PrepareForEval(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("compiling release policy: %w", err)
+	}
+	return &Grader{query: q, criteria: criteria}, nil
+}
+
+// Grade evaluates rec and returns the policy's verdict. It does not modify
+// rec; any verdict rec already carries is ignored. An error means the record
+// could not be graded (wrong schema, policy failure), never that the sandbox
+// failed: that is a verdict with Pass false.
+func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Verdict, error) {
+	if rec == nil {
+		return nil, errors.New("grading record: record is nil")
+	}
+	if rec.Schema != evidence.Schema {
+		return nil, fmt.Errorf("grading record: schema %q is not %q", rec.Schema, evidence.Schema)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
+	}
+	input, err := toInput(rec)
+	if err != nil {
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
+	}
+	rs, err := g.query.Eval(ctx, rego.EvalInput(input))
+	if err != nil {
+		return nil, fmt.Errorf("grading record %s: evaluating policy: %w", rec.RunID, err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, fmt.Errorf("grading record %s: policy gave %d results, want one verdict", rec.RunID, len(rs))
+	}
+	v, err := decodeVerdict(rs[0].Expressions[0].Value)
+	if err != nil {
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
+	}
+	if err := g.check(v); err != nil {
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
+	}
+	return v, nil
+}
+
+// toInput turns the record into the plain JSON value the policy reads.
+func toInput(rec *evidence.Record) (map[string]any, error) {
+	r := *rec
+	r.Verdict = nil // the policy decides; a verdict in the input is noise
+	b, err := json.Marshal(&r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding record: %w", err)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("decoding record: %w", err)
+	}
+	return in, nil
+}
+
+// decodeVerdict reads the policy's output strictly, so a policy that drifts
+// from evidence.Verdict is an error rather than a silently empty field.
+func decodeVerdict(val any) (*evidence.Verdict, error) {
+	b, err := json.Marshal(val)
+	if err != nil {
+		return nil, fmt.Errorf("encoding policy verdict: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var v evidence.Verdict
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decoding policy verdict: %w", err)
+	}
+	return &v, nil
+}
+
+// check verifies the verdict's shape (not its content): every criterion, in
+// order, each with a known status.
+func (g *Grader) check(v *evidence.Verdict) error {
+	if len(v.Criteria) < len(g.criteria) {
+		return fmt.Errorf("policy verdict lists %d criteria, want at least %d", len(v.Criteria), len(g.criteria))
+	}
+	for i, c := range v.Criteria {
+		if i < len(g.criteria) && c.ID != g.criteria[i] {
+			return fmt.Errorf("policy verdict lists criterion %q at %d, want %q", c.ID, i, g.criteria[i])
+		}
+		switch c.Status {
+		case evidence.StatusPass, evidence.StatusFail, evidence.StatusUnconfirmed, evidence.StatusNotTested:
+		default:
+			return fmt.Errorf("policy verdict gives criterion %q unknown status %q", c.ID, c.Status)
+		}
+	}
+	return nil
+}

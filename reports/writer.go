@@ -1,0 +1,119 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/sandcheck/sandcheck/evidence"
+)
+
+// Writer writes one report format.
+type Writer interface {
+	// Format is the name the writer is selected by ("junit").
+	Format() string
+	// Write writes the report of rec, including its verdict if it has one.
+	Write(w io.Writer, rec *evidence.Record) error
+}
+
+// format ties a writer to the file WriteAll puts it in.
+type format struct {
+	w    Writer
+	file string
+}
+
+// formats lists every writer, in the order WriteAll writes them.
+var formats = []format{
+	{JSON{}, "run.json"},
+	{JUnit{}, "junit.xml"},
+	{Markdown{}, "summary.md"},
+}
+
+// Formats returns the names of all formats, in WriteAll's default order.
+func Formats() []string {
+	out := make([]string, len(formats))
+	for i, f := range formats {
+		out[i] = f.w.Format()
+	}
+	return out
+}
+
+func lookup(name string) (format, error) {
+	for _, f := range formats {
+		if f.w.Format() == name {
+			return f, nil
+		}
+	}
+	return format{}, fmt.Errorf("unknown report format %q (known: %v)", name, Formats())
+}
+
+// ByName returns the writer for a format name; an unknown name is an error.
+func ByName(name string) (Writer, error) {
+	f, err := lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.w, nil
+}
+
+// WriteAll writes rec in each of formats (all of Formats() when formats is
+// empty) into dir, creating dir if needed, and returns the paths written.
+// Every name is checked before anything is written. Each file is written to
+// a temporary name and renamed, so a reader never sees half a report.
+func WriteAll(dir string, rec *evidence.Record, formats []string) ([]string, error) {
+	if rec == nil {
+		return nil, errors.New("writing reports: record is nil")
+	}
+	if len(formats) == 0 {
+		formats = Formats()
+	}
+	var todo []format
+	seen := map[string]bool{}
+	for _, name := range formats {
+		f, err := lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("writing reports: %w", err)
+		}
+		if !seen[name] {
+			seen[name] = true
+			todo = append(todo, f)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("writing reports: %w", err)
+	}
+	var paths []string
+	for _, f := range todo {
+		p := filepath.Join(dir, f.file)
+		if err := writeFile(p, f.w, rec); err != nil {
+			return paths, fmt.Errorf("writing %s report: %w", f.w.Format(), err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func writeFile(path string, w Writer, rec *evidence.Record) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := w.Write(tmp, rec); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
