@@ -184,9 +184,9 @@ func TestGradeTable(t *testing.T) {
 		pass:   true,
 		status: map[string]string{"bounded-resources": evidence.StatusNotTested},
 	}, {
-		name: "no results at all is not tested",
+		name: "no results at all is not tested and proves nothing",
 		edit: func(rec *evidence.Record) { rec.Results = nil },
-		pass: true,
+		pass: false,
 		status: map[string]string{"hardened-runtime": evidence.StatusNotTested,
 			"no-host-mount": evidence.StatusNotTested},
 		reason: map[string]string{"hardened-runtime": "no probe results"},

@@ -242,9 +242,9 @@ test_criteria_in_catalog_order if {
 	[g.id | some g in verdict([]).criteria] == catalog.criteria
 }
 
-test_no_results_is_not_tested_and_passes if {
+test_no_results_is_not_tested_and_does_not_pass if {
 	v := verdict([])
-	v.pass
+	not v.pass
 	grade_of(v, "hardened-runtime") == {"id": "hardened-runtime", "status": "not-tested", "reasons": ["no probe results"]}
 }
 

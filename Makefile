@@ -1,0 +1,97 @@
+# sandcheck: build, test and run. `make help` lists the targets.
+#
+# The end-to-end targets (run, test, bench) need root on Debian 12: they run
+# scripts/setup.sh first, which installs and starts what is missing.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+# One shell per recipe, so multi-line recipes keep their variables and traps.
+.ONESHELL:
+# Targets share one Docker engine and one harness network: never in parallel.
+.NOTPARALLEL:
+
+GO  ?= go
+BIN ?= bin
+OUT ?= out
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+# e2e packages share the harness network lock and the Docker engine, so test
+# binaries run one at a time (-p 1); `lint` runs first and, compiling in
+# parallel, warms the build cache for them.
+GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
+# Ryuk (testcontainers' reaper) would need an image pull; tests clean up after
+# themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
+E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
+
+.PHONY: help setup build images run test unit bench lint fmt-check vet script-test docs docs-check generate clean
+
+help: ## list the targets
+	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+setup: ## install and start what the e2e targets need (Debian 12, root)
+	@bash scripts/setup.sh
+
+build: ## build bin/sandcheck-probe (static) and bin/sandcheck
+	mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/sandcheck-probe ./cmd/sandcheck-probe
+	bash scripts/check-static.sh $(BIN)/sandcheck-probe || { echo "build: the probe must be static (CGO_ENABLED=0)" >&2; exit 1; }
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/sandcheck ./cmd/sandcheck
+
+images: ## build the first-party images (no-op when up to date)
+	@bash scripts/build-images.sh
+
+run: setup build images ## run the hardened reference target, reports in out/
+	$(BIN)/sandcheck run --target fixtures/targets/hardened.yaml --out $(OUT)/ || {
+		rc=$$?
+		echo "make run: sandcheck run exited $$rc (1: a release criterion failed, 2: the harness could not run; reports in $(OUT)/)" >&2
+		exit $$rc
+	}
+
+test: setup build images lint script-test ## everything CI runs: lint, script tests, all Go tests incl. e2e
+	$(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
+
+unit: ## fast tests only (go test -short), no setup
+	$(GO) test -short -count=1 ./...
+
+bench: setup build images ## run the hardened references through the CLI; prints wall, start and per-probe seconds
+	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
+
+lint: fmt-check vet docs-check ## gofmt, go vet and generated-docs drift
+
+fmt-check: ## fail listing the Go files gofmt would change
+	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
+	if [[ -n $$files ]]; then
+		echo "gofmt would change these files (run gofmt -w):" >&2
+		echo "$$files" >&2
+		exit 1
+	fi
+
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+script-test: ## test scripts/setup.sh (daemon.json merge, manual branch)
+	@bash scripts/test-setup.sh
+
+docs: ## regenerate docs/probes.md from the probe catalog
+	@mkdir -p docs
+	tmp=$$(mktemp)
+	trap 'rm -f "$$tmp"' EXIT
+	$(GO) run ./cmd/sandcheck probes docs >"$$tmp"
+	mv "$$tmp" docs/probes.md
+	chmod 644 docs/probes.md
+
+docs-check: ## fail when docs/probes.md is not what `make docs` would write
+	@tmp=$$(mktemp)
+	trap 'rm -f "$$tmp"' EXIT
+	$(GO) run ./cmd/sandcheck probes docs >"$$tmp"
+	if ! diff -u docs/probes.md "$$tmp"; then
+		echo "docs/probes.md is stale: run 'make docs' and commit the result" >&2
+		exit 1
+	fi
+
+generate: ## go generate ./... (bpf2go needs clang: make setup)
+	$(GO) generate ./...
+
+clean: ## remove bin/ and out/
+	rm -rf $(BIN) $(OUT)

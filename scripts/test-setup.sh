@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Tests scripts/setup.sh without touching the machine: the daemon.json merge
+# (with python3, with jq only, and with neither) on temporary files, and the
+# not-Debian / not-root branch through its test-only overrides. When run as
+# root on Debian after setup, it also checks that a second run is silent.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR
+source "$here/setup.sh"
+set +e # the cases below check exit codes themselves
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	failures=$((failures + 1))
+}
+
+# expect_json FILE PYEXPR: PYEXPR, evaluated with d = the parsed FILE, is true.
+expect_json() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" ||
+		fail "$1: expected $2, got $(cat "$1")"
+}
+
+want_runsc='d["runtimes"]["runsc"] == {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host", "--oci-seccomp"]}'
+
+# only_tools DIR TOOL...: a PATH directory holding just these tools, so the
+# merge takes its jq or plain fallback.
+only_tools() {
+	local dir=$1 t
+	shift
+	mkdir -p "$dir"
+	for t in "$@"; do
+		ln -sf "$(command -v "$t")" "$dir/$t"
+	done
+}
+only_tools "$tmp/bin-jq" jq mktemp dirname cp chmod mv mkdir cat
+only_tools "$tmp/bin-plain" mktemp dirname cp chmod mv mkdir cat
+
+# merge MODE FILE: runs merge_daemon_json in a subshell with MODE's tools.
+merge() {
+	case $1 in
+	python) (merge_daemon_json "$2") ;;
+	jq) (PATH=$tmp/bin-jq && merge_daemon_json "$2") ;;
+	plain) (PATH=$tmp/bin-plain && merge_daemon_json "$2") ;;
+	esac
+}
+
+modes=(python plain)
+if command -v jq >/dev/null; then
+	modes+=(jq)
+else
+	echo "test-setup: jq not installed; skipping the jq merge cases" >&2
+fi
+
+for mode in "${modes[@]}"; do
+	d=$tmp/$mode
+	mkdir -p "$d"
+
+	# Absent file: created with runsc only.
+	out=$(merge "$mode" "$d/etc/docker/daemon.json")
+	[[ $out == created ]] || fail "$mode absent: printed '$out', want created"
+	expect_json "$d/etc/docker/daemon.json" "$want_runsc"
+
+	# Second run: unchanged, file untouched.
+	before=$(stat -c %Y.%i "$d/etc/docker/daemon.json")
+	sleep 1
+	out=$(merge "$mode" "$d/etc/docker/daemon.json")
+	[[ $out == unchanged ]] || fail "$mode again: printed '$out', want unchanged"
+	[[ $(stat -c %Y.%i "$d/etc/docker/daemon.json") == "$before" ]] || fail "$mode again: file was rewritten"
+
+	# Empty file: treated as {}.
+	: >"$d/empty.json"
+	out=$(merge "$mode" "$d/empty.json")
+	[[ $out == added ]] || fail "$mode empty: printed '$out', want added"
+	expect_json "$d/empty.json" "$want_runsc"
+
+	[[ $mode == plain ]] && continue # the plain fallback only writes absent or empty files
+
+	# Other settings and runtimes are kept; the original is backed up.
+	cat >"$d/other.json" <<'EOF'
+{"log-level": "warn", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "default-runtime": "runc"}
+EOF
+	chmod 600 "$d/other.json"
+	out=$(merge "$mode" "$d/other.json")
+	[[ $out == added ]] || fail "$mode other: printed '$out', want added"
+	expect_json "$d/other.json" "$want_runsc"
+	expect_json "$d/other.json" 'd["log-level"] == "warn" and d["default-runtime"] == "runc" and d["runtimes"]["kata"] == {"path": "/usr/bin/kata-runtime"}'
+	[[ $(stat -c %a "$d/other.json") == 600 ]] || fail "$mode other: mode changed to $(stat -c %a "$d/other.json")"
+	grep -q kata "$d/other.json.sandcheck.bak" || fail "$mode other: no backup"
+
+	# A runsc entry with other arguments is replaced.
+	echo '{"runtimes": {"runsc": {"path": "/usr/local/bin/runsc"}}}' >"$d/old.json"
+	out=$(merge "$mode" "$d/old.json")
+	[[ $out == updated ]] || fail "$mode old: printed '$out', want updated"
+	expect_json "$d/old.json" "$want_runsc"
+
+	# Invalid JSON: an error, and the file is left alone.
+	echo '{"runtimes": ' >"$d/bad.json"
+	if out=$(merge "$mode" "$d/bad.json" 2>&1); then
+		fail "$mode bad: succeeded ($out)"
+	fi
+	[[ $(cat "$d/bad.json") == '{"runtimes": ' ]] || fail "$mode bad: file was changed"
+done
+
+# The plain fallback refuses to overwrite a non-empty file.
+echo '{"log-level": "warn"}' >"$tmp/plain/keep.json"
+if out=$(merge plain "$tmp/plain/keep.json" 2>&1); then
+	fail "plain non-empty: succeeded ($out)"
+fi
+[[ $out == *"by hand"* ]] || fail "plain non-empty: message does not say what to do: $out"
+
+# Not Debian, or not root: instructions on stderr, exit 2, nothing changed.
+for case in "SANDCHECK_SETUP_OS_ID=ubuntu" "SANDCHECK_SETUP_OS_ID=debian SANDCHECK_SETUP_UID=1000"; do
+	# shellcheck disable=SC2086 # $case holds one or two assignments
+	out=$(env $case bash "$here/setup.sh" 2>&1 >/dev/null)
+	rc=$?
+	[[ $rc == 2 ]] || fail "$case: exit $rc, want 2"
+	for want in "docker.io runsc bubblewrap busybox-static iptables clang llvm libbpf-dev ca-certificates" \
+		'"runtimeArgs": ["--network=host", "--oci-seccomp"]' "dockerd" "tracefs"; do
+		[[ $out == *"$want"* ]] || fail "$case: instructions lack '$want'"
+	done
+done
+
+# On a machine setup has prepared, a second run does nothing and says nothing.
+if [[ $EUID == 0 && $(. /etc/os-release && echo "$ID") == debian ]] && docker_answers; then
+	out=$(bash "$here/setup.sh" 2>&1)
+	rc=$?
+	[[ $rc == 0 && -z $out ]] || fail "setup.sh on a prepared machine: exit $rc, output: $out"
+else
+	echo "test-setup: not root on Debian with a running engine; skipping the idempotency check" >&2
+fi
+
+if ((failures)); then
+	echo "test-setup: $failures failure(s)" >&2
+	exit 1
+fi
+echo "test-setup: ok"
