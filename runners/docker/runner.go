@@ -1,0 +1,120 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+var (
+	_ runners.Runner           = (*Runner)(nil)
+	_ runners.Sandbox          = (*Sandbox)(nil)
+	_ runners.Inspector        = (*Sandbox)(nil)
+	_ runners.TeardownVerifier = (*Sandbox)(nil)
+)
+
+// DefaultMaxLifetime bounds how long a sandbox's PID 1 holds before it exits
+// on its own, unless WithMaxLifetime says otherwise.
+const DefaultMaxLifetime = 2 * time.Hour
+
+// defaultStartTimeout bounds Start when the spec gives no StartTimeout.
+const defaultStartTimeout = 60 * time.Second
+
+// Runner starts docker sandboxes for one target: one image, one docker
+// configuration. It is safe for concurrent use.
+type Runner struct {
+	image   string
+	cfg     settings
+	log     *slog.Logger
+	maxLife time.Duration
+
+	mu   sync.Mutex
+	prov *testcontainers.DockerProvider
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(r *Runner) {
+		if l != nil {
+			r.log = l
+		}
+	}
+}
+
+// WithMaxLifetime bounds how long each sandbox's PID 1 holds (passed to
+// `sandcheck-probe hold --max`), so a sandbox the harness lost track of ends
+// on its own. Zero or negative keeps DefaultMaxLifetime.
+func WithMaxLifetime(d time.Duration) Option {
+	return func(r *Runner) {
+		if d > 0 {
+			r.maxLife = d
+		}
+	}
+}
+
+// New checks the docker configuration and returns a runner for image. It does
+// not contact the engine; Start does (see Ping to check the engine early).
+func New(cfg targets.Docker, image string, opts ...Option) (*Runner, error) {
+	if err := checkImageRef(image); err != nil {
+		return nil, err
+	}
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("docker configuration: %w", err)
+	}
+	r := &Runner{
+		image:   image,
+		cfg:     s,
+		log:     slog.New(slog.DiscardHandler),
+		maxLife: DefaultMaxLifetime,
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
+}
+
+// Name identifies the backend.
+func (r *Runner) Name() string { return "docker" }
+
+// Capabilities of docker sandboxes: they join the harness network when the
+// target's network is "harness", the engine describes them, and the probe
+// binary is bind-mounted read-only.
+func (r *Runner) Capabilities() runners.Capabilities {
+	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true}
+}
+
+// provider returns the runner's testcontainers-go provider, creating it on
+// first use. The engine is reached through the package's shared client first,
+// so an engine that is not there fails within ctx.
+func (r *Runner) provider(ctx context.Context) (*testcontainers.DockerProvider, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.prov != nil {
+		return r.prov, nil
+	}
+	cli, err := engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(tcLogger{r.log}))
+	if err != nil {
+		return nil, fmt.Errorf("creating testcontainers-go provider: %w", err)
+	}
+	// One client (and one negotiated API version) for everything the
+	// package does.
+	_ = p.Close()
+	p.SetClient(cli)
+	r.prov = p
+	return p, nil
+}

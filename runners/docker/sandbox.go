@@ -1,0 +1,67 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/moby/moby/client"
+)
+
+// Sandbox is one running container. Its methods are safe for concurrent use.
+type Sandbox struct {
+	cli   client.APIClient
+	id    string
+	name  string
+	image string // the reference the target names
+	log   *slog.Logger
+
+	// mergedDir is the container's root filesystem mount on the host (from
+	// the storage driver), looked for by VerifyTeardown.
+	mergedDir string
+
+	closeMu  sync.Mutex
+	closed   bool // Close removed the container
+	closeRan bool // Close was called at least once
+}
+
+// ID is the container ID.
+func (s *Sandbox) ID() string { return s.id }
+
+// Name is the container name.
+func (s *Sandbox) Name() string { return s.name }
+
+// Close kills the container (with every process in it, including execs that
+// outlived a cancelled Exec) and removes it with its anonymous volumes. It
+// ignores ctx's cancellation, so a run that was cancelled still cleans up,
+// and is bounded on its own. Calling it again, also concurrently, is safe;
+// after a failure it tries again.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	s.closeRan = true
+	if s.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := remove(ctx, s.cli, s.id); err != nil {
+		return err
+	}
+	s.closed = true
+	s.log.Debug("sandbox removed", "id", s.id)
+	return nil
+}
+
+// recordLayout notes where the container's root filesystem is mounted on the
+// host, for VerifyTeardown. Not knowing it only narrows that check.
+func (s *Sandbox) recordLayout(ctx context.Context) {
+	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
+	if err != nil || res.Container.GraphDriver == nil {
+		return
+	}
+	s.mergedDir = res.Container.GraphDriver.Data["MergedDir"]
+}
+
+var errNotClosed = errors.New("the sandbox was not closed")

@@ -1,0 +1,201 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// LabelSandbox marks every container the runner creates.
+const LabelSandbox = "sandcheck.sandbox"
+
+// Start creates and starts one container and returns once the probe binary
+// answers in it. It is bounded by spec.StartTimeout (60s when zero). Every
+// error wraps runners.ErrStart; when the container was created, the error
+// carries its state and last log lines, and the container is removed.
+func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.Sandbox, error) {
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := containerName(spec.Name)
+	sb, err := r.start(ctx, name, spec)
+	if err != nil {
+		return nil, fmt.Errorf("starting container %s: %w: %w", name, runners.ErrStart, err)
+	}
+	return sb, nil
+}
+
+func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpec) (*Sandbox, error) {
+	if err := checkProbeDir(spec.ProbeDir); err != nil {
+		return nil, err
+	}
+	network, err := r.cfg.networkMode(spec)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := r.cfg.hostConfig(spec, network)
+	if err != nil {
+		return nil, err
+	}
+	env, err := r.cfg.env(spec)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := r.provider(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cli := prov.Client()
+	// testcontainers-go pulls a missing image; checking first keeps sandcheck
+	// from ever pulling, and the ID pins the image that was checked.
+	id, err := imageID(ctx, cli, r.image)
+	if err != nil {
+		return nil, err
+	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelSandbox] = "1"
+
+	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name)}
+	req := testcontainers.ContainerRequest{
+		Image:      id,
+		Name:       name,
+		Labels:     labels,
+		Entrypoint: []string{probePath, "hold", "--max", r.maxLife.String()},
+		ConfigModifier: func(c *container.Config) {
+			c.User = r.cfg.User
+			c.Env = env
+		},
+		HostConfigModifier: func(h *container.HostConfig) { *h = *hc },
+		WaitingFor:         readiness{sb: sb},
+		LifecycleHooks: []testcontainers.ContainerLifecycleHooks{{
+			PostCreates: []testcontainers.ContainerHook{func(ctx context.Context, c testcontainers.Container) error {
+				return checkCreated(ctx, cli, c.GetContainerID(), network)
+			}},
+		}},
+	}
+	r.log.Debug("creating sandbox", "name", name, "image", r.image, "image_id", id, "runtime", r.cfg.Runtime, "network", network)
+	ctr, err := prov.CreateContainer(ctx, req)
+	if err == nil {
+		sb.id = ctr.GetContainerID()
+		err = ctr.Start(ctx)
+	}
+	if err != nil {
+		return nil, r.startFailed(ctx, cli, name, err)
+	}
+	sb.recordLayout(ctx)
+	r.log.Debug("sandbox ready", "name", name, "id", sb.id)
+	return sb, nil
+}
+
+// startFailed describes and removes a container that did not become ready.
+// It works by name, so it also finds a container whose creation answer was
+// lost, and on a fresh context, so a cancelled or timed-out start still
+// cleans up.
+func (r *Runner) startFailed(ctx context.Context, cli client.APIClient, name string, cause error) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err := cause
+	if detail := describe(dctx, cli, name); detail != "" {
+		err = fmt.Errorf("%w (%s)", cause, detail)
+	}
+	if rerr := remove(dctx, cli, name); rerr != nil {
+		r.log.Warn("removing a sandbox that did not start", "name", name, "err", rerr)
+		err = errors.Join(err, rerr)
+	}
+	return err
+}
+
+// checkCreated refuses what testcontainers-go may add on its own: host port
+// bindings for ports the image exposes, and networks other than the one
+// asked for.
+func checkCreated(ctx context.Context, cli client.APIClient, id, network string) error {
+	res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("inspecting the new container: %w", err)
+	}
+	c := res.Container
+	if c.HostConfig == nil || string(c.HostConfig.NetworkMode) != network {
+		return fmt.Errorf("the new container is not in network %s", network)
+	}
+	if network != "none" && len(c.HostConfig.PortBindings) > 0 {
+		ports := make([]string, 0, len(c.HostConfig.PortBindings))
+		for p := range c.HostConfig.PortBindings {
+			ports = append(ports, p.String())
+		}
+		return fmt.Errorf("testcontainers-go published the image's exposed ports %v on the host; refusing", ports)
+	}
+	if c.NetworkSettings != nil {
+		for n := range c.NetworkSettings.Networks {
+			if n != network {
+				return fmt.Errorf("the new container was also attached to network %s; refusing", n)
+			}
+		}
+	}
+	return nil
+}
+
+// probePath is the probe binary inside a sandbox.
+const probePath = runners.ProbeMount + "/" + runners.ProbeBinary
+
+// checkProbeDir makes a missing or unusable probe binary a clear error rather
+// than a runtime failure inside the container.
+func checkProbeDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("probe folder %q is not an absolute path", dir)
+	}
+	p := filepath.Join(dir, runners.ProbeBinary)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("probe binary: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("probe binary %s is not an executable regular file", p)
+	}
+	return nil
+}
+
+// containerName makes a unique Docker container name from the spec's name.
+func containerName(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	s := strings.Trim(b.String(), "-._")
+	if s == "" {
+		return "sandcheck-" + hex.EncodeToString(suffix[:])
+	}
+	return "sandcheck-" + s + "-" + hex.EncodeToString(suffix[:])
+}
+
+// cleanupTimeout bounds removal and diagnosis on a fresh context.
+const cleanupTimeout = 30 * time.Second

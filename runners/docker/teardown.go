@@ -1,0 +1,204 @@
+package docker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// Bounds of the teardown checks.
+const (
+	teardownGrace = 10 * time.Second
+	teardownPoll  = 200 * time.Millisecond
+	maxProcs      = 1 << 16  // /proc entries looked at
+	maxProcFile   = 64 << 10 // bytes read of one cgroup or cmdline file
+	maxMountinfo  = 8 << 20  // bytes read of mountinfo
+)
+
+// VerifyTeardown lists what of the container survived Close: the container
+// itself; host processes in its cgroup or naming it on their command line
+// (the runtime's shim, runsc's gofer and sandbox); its cgroup folders; mounts
+// naming it or its root filesystem. Runtime processes and cgroups go a moment
+// after the engine answers, so it checks again until clean or for up to ten
+// seconds, then reports the last findings. Calling it before Close is an
+// error.
+func (s *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
+	s.closeMu.Lock()
+	ran := s.closeRan
+	s.closeMu.Unlock()
+	if !ran {
+		return nil, fmt.Errorf("verifying teardown of %s: %w", s.id, errNotClosed)
+	}
+	ctx, cancel := context.WithTimeout(ctx, teardownGrace)
+	defer cancel()
+	var last []string
+	for {
+		left, err := s.survivors(ctx)
+		switch {
+		case err != nil && last != nil && ctx.Err() != nil:
+			return last, nil // the grace ran out during a check
+		case err != nil:
+			return nil, err
+		case len(left) == 0:
+			return nil, nil
+		}
+		last = left
+		select {
+		case <-ctx.Done():
+			return last, nil
+		case <-time.After(teardownPoll):
+		}
+	}
+}
+
+func (s *Sandbox) survivors(ctx context.Context) ([]string, error) {
+	var left []string
+	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
+	switch {
+	case err == nil:
+		st := "unknown"
+		if res.Container.State != nil {
+			st = string(res.Container.State.Status)
+		}
+		left = append(left, fmt.Sprintf("container %s still exists (%s)", s.id, st))
+	case !cerrdefs.IsNotFound(err):
+		return nil, fmt.Errorf("inspecting container %s: %w", s.id, err)
+	}
+	procs, err := processesOf(s.id)
+	if err != nil {
+		return nil, err
+	}
+	left = append(left, procs...)
+	left = append(left, cgroupsOf(s.id)...)
+	mnts, err := mountsOf(s.id, s.mergedDir)
+	if err != nil {
+		return nil, err
+	}
+	return append(left, mnts...), nil
+}
+
+// processesOf lists host processes whose cgroup path or command line contains
+// the container ID.
+func processesOf(id string) ([]string, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(maxProcs)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	self := os.Getpid()
+	var out []string
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil || pid == self {
+			continue
+		}
+		dir := filepath.Join("/proc", n)
+		// A process that exits meanwhile reads as empty: it did not survive.
+		inCgroup := bytes.Contains(readBounded(filepath.Join(dir, "cgroup"), maxProcFile), []byte(id))
+		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
+		names := bytes.Contains(cmd, []byte(id))
+		if !inCgroup && !names {
+			continue
+		}
+		what := printable(cmd, 160)
+		if what == "" {
+			what = printable(readBounded(filepath.Join(dir, "comm"), 64), 64)
+		}
+		if inCgroup {
+			out = append(out, fmt.Sprintf("process %d (%s) is in the container's cgroup", pid, what))
+		} else {
+			out = append(out, fmt.Sprintf("process %d (%s) names the container on its command line", pid, what))
+		}
+	}
+	return out, nil
+}
+
+// cgroupsOf lists cgroup folders of the container under the usual layouts of
+// the cgroupfs and systemd drivers, v1 and v2.
+func cgroupsOf(id string) []string {
+	patterns := []string{
+		"/sys/fs/cgroup/docker/" + id,
+		"/sys/fs/cgroup/*/docker/" + id,
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope",
+		"/sys/fs/cgroup/*/system.slice/docker-" + id + ".scope",
+	}
+	var out []string
+	for _, p := range patterns {
+		found, _ := filepath.Glob(p)
+		for _, f := range found {
+			out = append(out, "cgroup "+f+" still exists")
+		}
+	}
+	return out
+}
+
+// mountsOf lists mounts in this process's mount namespace that name the
+// container ID or its root filesystem.
+func mountsOf(id, mergedDir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(io.LimitReader(f, maxMountinfo))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, id) || (mergedDir != "" && strings.Contains(line, mergedDir)) {
+			fields := strings.Fields(line)
+			mp := line
+			if len(fields) > 4 {
+				mp = fields[4]
+			}
+			out = append(out, "mount "+mp+" still exists")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
+	return out, nil
+}
+
+func readBounded(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return b
+}
+
+// printable renders a NUL-separated command line or a name in one bounded
+// line.
+func printable(b []byte, n int) string {
+	b = bytes.TrimRight(b, "\x00\n")
+	s := strings.Map(func(r rune) rune {
+		if r == 0 {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(string(b), ""))
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "..."
+	}
+	return s
+}
