@@ -115,8 +115,26 @@ type Timing struct {
 
 // Verdict is the grader's decision.
 type Verdict struct {
-	Pass     bool        `json:"pass"`
-	Criteria []Criterion `json:"criteria"`
+	Pass     bool          `json:"pass"`
+	Criteria []Criterion   `json:"criteria"`
+	Results  []ResultGrade `json:"results"`
+}
+
+// ResultGrade is the policy's reading of one result: the outcome it grades
+// by once host evidence is weighed, and the outcome the profile expects.
+type ResultGrade struct {
+	Probe     string         `json:"probe"`
+	Effective probes.Outcome `json:"effective"`
+	Expected  probes.Outcome `json:"expected"`
+}
+
+// Effective returns the policy's effective outcome for the i-th result, or
+// the self-reported one when the verdict has none.
+func (r *Record) Effective(i int) probes.Outcome {
+	if r.Verdict != nil && i < len(r.Verdict.Results) && r.Verdict.Results[i].Probe == r.Results[i].Probe {
+		return r.Verdict.Results[i].Effective
+	}
+	return r.Results[i].Outcome
 }
 
 // Criterion statuses.

@@ -48,10 +48,21 @@ host_blocked(r) := [i |
 ]
 
 # effective is the outcome the grade uses: host evidence of an escape
-# outranks whatever the probe said about itself.
+# outranks whatever the probe said about itself. A probe that could not
+# report (inconclusive) is blocked when the host saw the sandbox stop it (for
+# example the kernel OOM-killing the sandbox at its memory limit) and saw
+# nothing escape.
 effective(r) := "escaped" if {
 	count(host_escaped(r)) > 0
+} else := "blocked" if {
+	r.outcome == "inconclusive"
+	some i in host_blocked(r)
+	i.kind in host_stops
 } else := r.outcome
+
+# host_stops are the host observations that show the sandbox itself stopped
+# an attempt, enough to settle a probe that could not report.
+host_stops := {"oom-killed"}
 
 # expected comes from the catalog for the run's profile; the record's own
 # expected value is only used for probes the catalog does not know (and those
@@ -291,4 +302,8 @@ pass if {
 	}
 }
 
-verdict := {"pass": pass, "criteria": criteria}
+# result_grades gives each result's effective outcome, in record order, so
+# the reports and the Ginkgo specs show what the policy decided per probe.
+result_grades := [{"probe": g.result.probe, "effective": g.effective, "expected": g.expected} | some g in graded]
+
+verdict := {"pass": pass, "criteria": criteria, "results": result_grades}

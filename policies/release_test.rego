@@ -298,3 +298,19 @@ test_integrity_listed_only_when_needed if {
 		g.id != "record-integrity"
 	}
 }
+
+test_oom_kill_settles_an_inconclusive_probe if {
+	r := {
+		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "oom-killed", "indicates": "blocked", "summary": "oom"}],
+	}
+	release.effective(r) == "blocked"
+}
+
+test_other_host_blocked_does_not_settle_inconclusive if {
+	r := {
+		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "seccomp", "indicates": "blocked", "summary": "s"}],
+	}
+	release.effective(r) == "inconclusive"
+}

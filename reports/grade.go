@@ -23,10 +23,17 @@ const (
 	stateSkipped state = "skipped"
 )
 
-// effective is the outcome after host evidence: an item from any source but
-// the probe that indicates escaped outranks the self-report (as the policy
-// rules).
-func effective(r evidence.Result) probes.Outcome {
+// effective is the outcome after host evidence, as the verdict's per-result
+// grades give it; without a verdict, an item from any source but the probe
+// that indicates escaped outranks the self-report (the policy's main rule).
+func effective(v *evidence.Verdict, r evidence.Result) probes.Outcome {
+	if v != nil {
+		for _, g := range v.Results {
+			if g.Probe == r.Probe {
+				return g.Effective
+			}
+		}
+	}
 	for _, it := range r.Evidence {
 		if it.Source != evidence.SourceProbe && it.Indicates == probes.Escaped {
 			return probes.Escaped
@@ -65,7 +72,7 @@ func citations(v *evidence.Verdict, id string) []citation {
 
 // classify decides how a result is shown and the one-line message why.
 func classify(v *evidence.Verdict, r evidence.Result) (state, string, []citation) {
-	eff := effective(r)
+	eff := effective(v, r)
 	cites := citations(v, r.Probe)
 	first := func(status string) (string, bool) {
 		for _, c := range cites {

@@ -173,7 +173,7 @@ func junitProperties(rec *evidence.Record) []junitProperty {
 func junitTestcase(v *evidence.Verdict, r evidence.Result) junitCase {
 	c := junitCase{Name: plain(r.Probe), Classname: plain(r.Criterion), Time: seconds(r.Seconds)}
 	st, msg, cites := classify(v, r)
-	m := &junitMessage{Message: plain(msg), Type: plain(string(effective(r))), Body: plain(junitBody(r, cites))}
+	m := &junitMessage{Message: plain(msg), Type: plain(string(effective(v, r))), Body: plain(junitBody(v, r, cites))}
 	switch st {
 	case stateFail:
 		c.Failure = m
@@ -187,12 +187,12 @@ func junitTestcase(v *evidence.Verdict, r evidence.Result) junitCase {
 
 // junitBody lists the verdict's reasons about the result, then what the
 // probe and the host observed.
-func junitBody(r evidence.Result, cites []citation) string {
+func junitBody(v *evidence.Verdict, r evidence.Result, cites []citation) string {
 	var b strings.Builder
 	for _, c := range cites {
 		fmt.Fprintf(&b, "%s: %s\n", c.status, c.reason)
 	}
-	fmt.Fprintf(&b, "reported: %s, expected: %s, effective: %s\n", r.Outcome, r.Expected, effective(r))
+	fmt.Fprintf(&b, "reported: %s, expected: %s, effective: %s\n", r.Outcome, r.Expected, effective(v, r))
 	if r.Detail != "" {
 		fmt.Fprintf(&b, "detail: %s\n", r.Detail)
 	}

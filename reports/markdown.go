@@ -121,7 +121,7 @@ func mdResults(b *bytes.Buffer, rec *evidence.Record) {
 		}
 		fmt.Fprintf(&rows, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n",
 			cell(r.Probe), cell(r.Criterion), cell(r.Severity), cell(string(r.Expected)),
-			cell(string(r.Outcome)), cell(string(effective(r))), statusWord(string(st)),
+			cell(string(r.Outcome)), cell(string(effective(rec.Verdict, r))), statusWord(string(st)),
 			cell(r.Detail), strings.Join(items, "<br>"), r.Seconds)
 	}
 	fmt.Fprintf(b, "## Results\n\n%d results: %d ok, %d fail, %d error, %d skipped.\n\n",

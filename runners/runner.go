@@ -41,6 +41,14 @@ type Inspector interface {
 	Inspect(ctx context.Context) (RuntimeView, error)
 }
 
+// Waiter is implemented by sandboxes started with a Command: the sandbox's
+// first process is the task, as on platforms that start one sandbox per task.
+type Waiter interface {
+	// Wait waits for the first process to end and returns its exit code and
+	// output, capped like Exec's.
+	Wait(ctx context.Context) (ExitResult, error)
+}
+
 // TeardownVerifier is implemented by sandboxes that can prove, after Close,
 // that nothing of them remains on the host.
 type TeardownVerifier interface {
@@ -77,6 +85,10 @@ type SandboxSpec struct {
 	Env map[string]string
 	// StartTimeout bounds Start.
 	StartTimeout time.Duration
+	// Command, when set, is the sandbox's first process (the task itself)
+	// instead of the probe binary's idle holder; Start returns once it runs
+	// and the sandbox implements Waiter.
+	Command []string
 }
 
 // ProbeMount is where the probe directory appears inside a sandbox.
@@ -119,7 +131,12 @@ type RuntimeView struct {
 	Env             []string `json:"env_names"` // names only, never values
 	Image           string   `json:"image"`
 	ImageDigest     string   `json:"image_digest"`
-	Unknown         []string `json:"unknown,omitempty"`
+	// State, ExitCode and OOMKilled describe the sandbox's first process
+	// when the view was taken (a finished task sandbox has exited).
+	State     string   `json:"state"`
+	ExitCode  int      `json:"exit_code"`
+	OOMKilled bool     `json:"oom_killed"`
+	Unknown   []string `json:"unknown,omitempty"`
 }
 
 // Mount is one mount as the runtime reports it.

@@ -165,6 +165,9 @@ func (v *validator) checkDocker(d *Docker) {
 		}
 	}
 	oneOf("$.docker.runtime", d.Runtime, "runc", "runsc")
+	if d.Launch != "" {
+		oneOf("$.docker.launch", d.Launch, "exec", "task")
+	}
 	if d.Seccomp != "" && d.Seccomp != "default" && d.Seccomp != "unconfined" && !strings.HasSuffix(d.Seccomp, ".json") {
 		v.add("$.docker.seccomp", "must be default, unconfined or a path to a .json profile (got %q)", d.Seccomp)
 	}

@@ -29,6 +29,11 @@ type Target struct {
 type Docker struct {
 	// Runtime is the OCI runtime: runc or runsc.
 	Runtime string `yaml:"runtime"`
+	// Launch is how the platform hands work to a sandbox: "exec" (one
+	// long-lived sandbox, each task exec'd into it, as session and pooled
+	// platforms do; the default) or "task" (each task is the first process of
+	// a fresh sandbox, as ephemeral platforms do).
+	Launch string `yaml:"launch,omitempty"`
 	// User is "uid[:gid]" or a name; empty means the image's default.
 	User string `yaml:"user,omitempty"`
 	// CapAdd and CapDrop are capability names without the CAP_ prefix; ALL

@@ -29,6 +29,9 @@ func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 // runtimeView maps an engine inspection to the runner-neutral view.
 func runtimeView(c container.InspectResponse, image string) runners.RuntimeView {
 	v := runners.RuntimeView{Image: image, ImageDigest: c.Image}
+	if st := c.State; st != nil {
+		v.State, v.ExitCode, v.OOMKilled = string(st.Status), st.ExitCode, st.OOMKilled
+	}
 	if cfg := c.Config; cfg != nil {
 		v.User = cfg.User
 		v.Env = envNames(cfg.Env)

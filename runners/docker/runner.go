@@ -18,6 +18,7 @@ var (
 	_ runners.Sandbox          = (*Sandbox)(nil)
 	_ runners.Inspector        = (*Sandbox)(nil)
 	_ runners.TeardownVerifier = (*Sandbox)(nil)
+	_ runners.Waiter           = (*Sandbox)(nil)
 )
 
 // DefaultMaxLifetime bounds how long a sandbox's PID 1 holds before it exits

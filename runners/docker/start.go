@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -76,17 +77,24 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	labels[LabelSandbox] = "1"
 
 	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name)}
+	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
+	var ready wait.Strategy = readiness{sb: sb}
+	if len(spec.Command) > 0 {
+		// A task sandbox: its first process is the task, which may end at
+		// once, so readiness is only "started" and Wait collects the rest.
+		entry, ready = spec.Command, nil
+	}
 	req := testcontainers.ContainerRequest{
 		Image:      id,
 		Name:       name,
 		Labels:     labels,
-		Entrypoint: []string{probePath, "hold", "--max", r.maxLife.String()},
+		Entrypoint: entry,
 		ConfigModifier: func(c *container.Config) {
 			c.User = r.cfg.User
 			c.Env = env
 		},
 		HostConfigModifier: func(h *container.HostConfig) { *h = *hc },
-		WaitingFor:         readiness{sb: sb},
+		WaitingFor:         ready,
 		LifecycleHooks: []testcontainers.ContainerLifecycleHooks{{
 			PostCreates: []testcontainers.ContainerHook{func(ctx context.Context, c testcontainers.Container) error {
 				return checkCreated(ctx, cli, c.GetContainerID(), network)

@@ -1,0 +1,121 @@
+// Command sandcheck-probe is the static multi-call probe binary that runs
+// inside a sandbox. It is built with CGO_ENABLED=0 and runs in a FROM-scratch
+// image: no libc, no shell.
+//
+//	sandcheck-probe run [flags] ID [ID...]   run probes, one JSON result line each
+//	sandcheck-probe list                     print the implemented probe IDs
+//	sandcheck-probe hold [--max 30m]         idle init (PID 1) that reaps zombies
+//	sandcheck-probe child <kind> ...         internal helpers re-executed by probes
+//
+// Exit codes: 0 when the probes ran (whatever their outcomes), 2 for a usage
+// error or an unknown probe ID, 1 when results could not be written.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/probes/impl"
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
+                      [--phase plant|check] [--probe-dir D] ID [ID...]
+  sandcheck-probe list
+  sandcheck-probe hold [--max 30m]
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runProbes(args[1:], stdout, stderr)
+	case "list":
+		for _, id := range impl.IDs() {
+			fmt.Fprintln(stdout, id)
+		}
+		return 0
+	case "hold":
+		return hold(args[1:], stderr)
+	case "child":
+		return impl.Child(args[1:])
+	}
+	fmt.Fprintf(stderr, "sandcheck-probe: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// safeArg is what the harness may pass as a token, run ID or marker: they end
+// up in HTTP headers and file names, so nothing else is accepted.
+var safeArg = regexp.MustCompile(`^[A-Za-z0-9._-]{0,128}$`)
+
+func runProbes(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var p probes.Params
+	fs.StringVar(&p.Token, "token", "", "token sent with every canary contact and planted in markers")
+	fs.StringVar(&p.RunID, "run-id", "", "sandcheck run ID")
+	fs.StringVar(&p.MetadataAddr, "metadata-addr", "", "metadata service HOST:PORT (default "+impl.DefaultMetadataAddr+")")
+	fs.StringVar(&p.Marker, "marker", "", "marker for persistence probes")
+	fs.StringVar(&p.Phase, "phase", "", "plant or check, for sequence probes")
+	fs.StringVar(&p.ProbeDir, "probe-dir", runners.ProbeMount, "where the harness mounted the probe binary")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	for name, v := range map[string]string{"token": p.Token, "run-id": p.RunID, "marker": p.Marker} {
+		if !safeArg.MatchString(v) {
+			fmt.Fprintf(stderr, "sandcheck-probe: --%s must match %s\n", name, safeArg)
+			return 2
+		}
+	}
+	if p.Phase != "" && p.Phase != "plant" && p.Phase != "check" {
+		fmt.Fprintf(stderr, "sandcheck-probe: --phase must be plant or check, not %q\n", p.Phase)
+		return 2
+	}
+	ids := fs.Args()
+	if len(ids) == 0 {
+		fmt.Fprint(stderr, "sandcheck-probe: run needs at least one probe ID\n", usage)
+		return 2
+	}
+	if len(ids) > probes.MaxResults {
+		fmt.Fprintf(stderr, "sandcheck-probe: at most %d probes per run\n", probes.MaxResults)
+		return 2
+	}
+	for _, id := range ids {
+		if !impl.Known(id) {
+			fmt.Fprintf(stderr, "sandcheck-probe: unknown probe ID %q (see sandcheck-probe list)\n", id)
+			return 2
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	for _, id := range ids {
+		r, err := impl.Run(context.Background(), id, p)
+		if err != nil {
+			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
+			return 2
+		}
+		if err := r.Validate(); err != nil {
+			// Cannot happen (Run cleans results); never print a line the
+			// host would reject along with every other line.
+			r = probes.Result{Probe: id, Outcome: probes.Inconclusive, Detail: "result failed validation"}
+		}
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintf(stderr, "sandcheck-probe: writing result of %s: %v\n", id, err)
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/suites"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+func runCmd() *cobra.Command {
+	var (
+		cfg      suites.Config
+		verbose  bool
+		quiet    bool
+		logLevel string
+		timeout  time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "run --target FILE --out DIR",
+		Short: "Run the probes against a target and grade the evidence",
+		Long: `Run starts sandboxes as the target file says, runs the selected probes
+inside them, joins what the host observed, grades the record with the release
+policy and writes evidence.jsonl, run.json, junit.xml and summary.md to --out.
+
+Exit codes: 0 every release criterion holds; 1 a criterion fails or could not
+be confirmed; 2 the harness could not do its job.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.TargetPath == "" {
+				return harness(errors.New("--target is required"))
+			}
+			if _, err := targets.Load(cfg.TargetPath); err != nil {
+				return harness(err)
+			}
+			if os.Geteuid() != 0 {
+				return harness(errors.New("sandcheck run needs root (it creates networks, plants host canaries and inspects runtimes); run it with sudo"))
+			}
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return harness(fmt.Errorf("--log-level: %w", err))
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			cfg.StartedBy, cfg.Version = suites.StartedBy(), version
+			if cfg.ProbeBinary == "" {
+				cfg.ProbeBinary = suites.DefaultProbeBinary()
+			}
+			o, err := suites.Run(cmd.Context(), cfg, suites.ReporterOptions{Verbose: verbose, NoColor: quiet, Timeout: timeout})
+			if err != nil {
+				return harness(err)
+			}
+			return conclude(cmd.OutOrStdout(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.TargetPath, "target", "", "target file (see fixtures/targets)")
+	f.StringVar(&cfg.OutDir, "out", "out", "folder for evidence and reports")
+	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
+	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
+	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
+	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown")
+	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the summary")
+	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	return c
+}
+
+// conclude prints the verdict and turns it into the exit code.
+func conclude(w io.Writer, o *suites.Outcome) error {
+	rec := o.Record
+	if rec != nil && rec.Verdict != nil {
+		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+		for _, c := range rec.Verdict.Criteria {
+			fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
+			if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed {
+				for _, r := range c.Reasons {
+					fmt.Fprintf(w, "               - %s\n", r)
+				}
+			}
+		}
+		fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
+			rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)
+		for _, p := range o.Reports {
+			fmt.Fprintf(w, "  wrote %s\n", p)
+		}
+	}
+	if len(o.HarnessErrors) > 0 {
+		for _, e := range o.HarnessErrors {
+			fmt.Fprintf(os.Stderr, "sandcheck: harness: %s\n", e)
+		}
+		return &exitError{code: exitHarness, err: fmt.Errorf("the harness could not complete the run (%d errors); evidence gathered so far is in the output folder", len(o.HarnessErrors))}
+	}
+	if rec == nil || rec.Verdict == nil {
+		return harness(errors.New("the run produced no verdict"))
+	}
+	if !rec.Verdict.Pass {
+		fmt.Fprintln(w, "verdict: FAIL")
+		return &exitError{code: exitFail, err: nil}
+	}
+	fmt.Fprintln(w, "verdict: PASS")
+	return nil
+}

@@ -1,0 +1,292 @@
+// Package e2e runs the built sandcheck binary against the reference targets
+// on the real Docker engine: the weak reference is the negative control
+// (every probe must escape), the hardened references are the positive
+// controls (every probe must be blocked, under runc and under gVisor).
+//
+// The tests need root, a Docker engine with the runc and runsc runtimes, the
+// runner image and the binaries from `make build`; `make test` provides all
+// of them. They skip with the reason when run elsewhere in -short mode only.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// binDir holds sandcheck and sandcheck-probe ($SANDCHECK_BIN or ../bin).
+func binDir(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end tests start real sandboxes; skipped in -short mode")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("end-to-end tests need root (run them through `make test`)")
+	}
+	d := os.Getenv("SANDCHECK_BIN")
+	if d == "" {
+		d, _ = filepath.Abs("../bin")
+	}
+	for _, b := range []string{"sandcheck", "sandcheck-probe"} {
+		if _, err := os.Stat(filepath.Join(d, b)); err != nil {
+			t.Fatalf("%s not built in %s (run `make build`): %v", b, d, err)
+		}
+	}
+	return d
+}
+
+type run struct {
+	code   int
+	stdout string
+	stderr string
+	out    string
+	rec    *evidence.Record
+}
+
+// sandcheck runs the CLI and reads run.json when there is one.
+func sandcheck(t *testing.T, args ...string) run {
+	t.Helper()
+	bin := binDir(t)
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join(bin, "sandcheck"), append(args, "--out", out)...)
+	cmd.Dir = ".."
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	err := cmd.Run()
+	r := run{stdout: so.String(), stderr: se.String(), out: out}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running sandcheck: %v", err)
+	}
+	t.Logf("sandcheck %s: exit %d in %s", strings.Join(args, " "), r.code, time.Since(start).Round(time.Millisecond))
+	if b, err := os.ReadFile(filepath.Join(out, "run.json")); err == nil {
+		r.rec = &evidence.Record{}
+		if err := json.Unmarshal(b, r.rec); err != nil {
+			t.Fatalf("run.json: %v", err)
+		}
+	}
+	t.Cleanup(func() { assertNoLeftovers(t) })
+	return r
+}
+
+func (r run) mustRecord(t *testing.T) *evidence.Record {
+	t.Helper()
+	if r.rec == nil {
+		t.Fatalf("no run.json (exit %d)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	return r.rec
+}
+
+// assertNoLeftovers fails when a run left a container, network or bridge.
+func assertNoLeftovers(t *testing.T) {
+	t.Helper()
+	for _, q := range [][]string{
+		{"ps", "-aq", "--filter", "label=sandcheck.run"},
+		{"network", "ls", "-q", "--filter", "label=sandcheck.harness"},
+	} {
+		out, err := exec.Command("docker", q...).Output()
+		if err != nil {
+			t.Errorf("docker %v: %v", q, err)
+			continue
+		}
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("the run left behind (docker %s): %s", strings.Join(q, " "), s)
+		}
+	}
+	links, _ := filepath.Glob("/sys/class/net/scbr-*")
+	if len(links) > 0 {
+		t.Errorf("the run left bridges behind: %v", links)
+	}
+}
+
+// everyProbe asserts that each catalog probe has a result with the outcome.
+func everyProbe(t *testing.T, rec *evidence.Record, want probes.Outcome) {
+	t.Helper()
+	got := map[string]evidence.Result{}
+	for _, r := range rec.Results {
+		got[r.Probe] = r
+	}
+	for _, s := range probes.Catalog() {
+		r, ok := got[s.ID]
+		if !ok {
+			t.Errorf("%s: no result", s.ID)
+			continue
+		}
+		if r.Outcome != want {
+			t.Errorf("%s on %s: outcome %s, want %s (%s; evidence %+v)", s.ID, rec.Target.Name, r.Outcome, want, r.Detail, r.Evidence)
+		}
+	}
+	if len(rec.Errors) > 0 {
+		t.Errorf("harness errors: %v", rec.Errors)
+	}
+}
+
+func hostItem(r evidence.Result, source, kind string) (evidence.Item, bool) {
+	for _, it := range r.Evidence {
+		if it.Source == source && it.Kind == kind {
+			return it, true
+		}
+	}
+	return evidence.Item{}, false
+}
+
+func TestWeakReferenceEveryProbeEscapes(t *testing.T) {
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet")
+	rec := r.mustRecord(t)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (criteria fail)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	everyProbe(t, rec, probes.Escaped)
+	if rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("verdict %+v: the weak reference must fail", rec.Verdict)
+	}
+	tested := map[string]bool{}
+	for _, s := range probes.Catalog() {
+		tested[s.Criterion] = true
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if tested[c.ID] && c.Status != evidence.StatusFail {
+			t.Errorf("criterion %s: %s, want fail", c.ID, c.Status)
+		}
+	}
+	// Host-side confirmation where the host can see the escape itself.
+	for _, r := range rec.Results {
+		switch r.Probe {
+		case "metadata.aws-imdsv1", "metadata.aws-imdsv2":
+			if it, ok := hostItem(r, evidence.SourceCanary, "metadata-hit"); !ok || it.Indicates != probes.Escaped {
+				t.Errorf("%s: no metadata canary hit with the probe's token: %+v", r.Probe, r.Evidence)
+			}
+		case "host.honeyfile":
+			if it, ok := hostItem(r, evidence.SourceCanary, "honeyfile"); !ok || it.Indicates != probes.Escaped {
+				t.Errorf("%s: the honeyfile token was not confirmed by the host: %+v", r.Probe, r.Evidence)
+			}
+		}
+	}
+	if rec.Image.Digest == "" || rec.Host.Kernel == "" || len(rec.Sandboxes) == 0 || rec.Sandboxes[0].View == nil {
+		t.Errorf("record lacks image digest, kernel or runtime view: %+v %+v", rec.Image, rec.Host)
+	}
+	for _, sb := range rec.Sandboxes {
+		if len(sb.Teardown) > 0 {
+			t.Errorf("sandbox %s left %v", sb.Name, sb.Teardown)
+		}
+	}
+	for _, f := range []string{"evidence.jsonl", "run.json", "junit.xml", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(r.out, f)); err != nil {
+			t.Errorf("report %s missing: %v", f, err)
+		}
+	}
+}
+
+func TestHardenedReferenceEveryProbeBlocked(t *testing.T) {
+	for _, target := range []string{"hardened.yaml", "hardened-gvisor.yaml"} {
+		t.Run(target, func(t *testing.T) {
+			r := sandcheck(t, "run", "--target", "fixtures/targets/"+target, "--quiet")
+			rec := r.mustRecord(t)
+			if r.code != 0 {
+				t.Errorf("exit code %d, want 0\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			everyProbe(t, rec, probes.Blocked)
+			if rec.Verdict == nil || !rec.Verdict.Pass {
+				t.Errorf("verdict %+v: the hardened reference must pass", rec.Verdict)
+			}
+			for _, sb := range rec.Sandboxes {
+				if len(sb.Teardown) > 0 {
+					t.Errorf("sandbox %s left %v", sb.Name, sb.Teardown)
+				}
+			}
+		})
+	}
+}
+
+// forgeBinary builds a probe binary that lies: see testdata/forgeprobe.
+func forgeBinary(t *testing.T, mode string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sandcheck-probe")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.forgeMode="+mode, "-o", bin, "./testdata/forgeprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the forging probe: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestForgedProbeOutputCannotPass runs a probe binary that reports every
+// probe blocked (or floods its output) on the weak reference: the host
+// evidence and the strict parser must keep the verdict from passing.
+func TestForgedProbeOutputCannotPass(t *testing.T) {
+	for _, mode := range []string{"blocked", "flood", "extra", "garbage"} {
+		t.Run(mode, func(t *testing.T) {
+			bin := forgeBinary(t, mode)
+			r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet",
+				"--probe-binary", bin, "--label-filter", "privilege || metadata || host")
+			rec := r.mustRecord(t)
+			if rec.Verdict == nil || rec.Verdict.Pass || r.code != 1 {
+				t.Fatalf("forged output (%s) gave exit %d and verdict %+v; want a failing verdict", mode, r.code, rec.Verdict)
+			}
+			if mode == "blocked" {
+				joined := ""
+				for _, c := range rec.Verdict.Criteria {
+					joined += strings.Join(c.Reasons, "\n")
+				}
+				if !strings.Contains(joined, "contradict") && !strings.Contains(joined, "shows escaped") {
+					t.Errorf("the verdict does not name the contradiction:\n%s", joined)
+				}
+			} else {
+				for _, res := range rec.Results {
+					if res.Outcome != probes.Inconclusive {
+						t.Errorf("%s: outcome %s from %s output, want inconclusive", res.Probe, res.Outcome, mode)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: kata\n  network: none\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noImage := filepath.Join(dir, "noimage.yaml")
+	if err := os.WriteFile(noImage, []byte("schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: sandcheck/does-not-exist:none\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing target", []string{"run", "--target", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{"malformed target", []string{"run", "--target", bad}, "bad.yaml:7:12: $.docker.runtime"},
+		{"unknown probe", []string{"run", "--target", "fixtures/targets/hardened.yaml", "--probes", "nosuch.*"}, "no probe matches"},
+		{"unknown label", []string{"run", "--target", "fixtures/targets/hardened.yaml", "--label-filter", "privilege && shiny"}, `unknown label "shiny"`},
+		{"image not local", []string{"run", "--target", noImage}, "sandcheck/does-not-exist:none"},
+		{"unknown flag", []string{"run", "--frobnicate"}, "frobnicate"},
+		{"validate", []string{"targets", "validate", bad}, "bad.yaml:7:12"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := sandcheck(t, c.args...)
+			if r.code != 2 {
+				t.Errorf("exit code %d, want 2\nstdout:%s\nstderr:%s", r.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.want) {
+				t.Errorf("stderr does not name %q:\n%s", c.want, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,53 @@
+// Command forgeprobe is a hostile stand-in for sandcheck-probe, used only by
+// the end-to-end tests: it lies about every probe (mode "blocked"), floods
+// its output ("flood"), reports more than it was asked ("extra") or prints
+// garbage ("garbage"). The mode is fixed at build time with
+// -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
+// sandbox.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "hold":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+		select {
+		case <-c:
+		case <-time.After(30 * time.Minute):
+		}
+	case "list":
+		fmt.Println("forged")
+	case "run":
+		id := os.Args[len(os.Args)-1]
+		switch mode() {
+		case "flood":
+			line := fmt.Sprintf(`{"probe":%q,"outcome":"blocked","detail":%q}`+"\n", id, strings.Repeat("x", 1000))
+			for i := 0; i < 2000; i++ {
+				os.Stdout.WriteString(line)
+			}
+		case "extra":
+			fmt.Printf(`{"probe":%q,"outcome":"blocked"}`+"\n", id)
+			fmt.Printf(`{"probe":"privilege.root-uid","outcome":"blocked"}` + "\n")
+		case "garbage":
+			fmt.Printf(`{"probe":%q,"outcome":"blocked","trust_me":true}`+"\n", id)
+		default:
+			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", id)
+		}
+	}
+}
+
+var forgeMode = "blocked"
+
+func mode() string { return forgeMode }

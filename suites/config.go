@@ -1,0 +1,125 @@
+// Package suites holds the Ginkgo v2 specs that are sandcheck's one execution
+// engine: one spec per catalog probe, labelled from the closed vocabulary.
+// `sandcheck run` runs these specs in-process; `ginkgo ./suites -- --target=F`
+// runs the very same specs.
+package suites
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// Config is what one run needs.
+type Config struct {
+	// TargetPath is the target file.
+	TargetPath string
+	// OutDir receives evidence.jsonl, run.json and the reports.
+	OutDir string
+	// ProbeBinary is the static sandcheck-probe to deliver into sandboxes.
+	ProbeBinary string
+	// Probes is a glob over probe IDs ("" = all).
+	Probes string
+	// LabelFilter is a Ginkgo label expression ("" = all).
+	LabelFilter string
+	// Formats are the report formats to write.
+	Formats []string
+	// StartedBy names who started the run (for attribution).
+	StartedBy string
+	// Version is the sandcheck build.
+	Version string
+	// Logger receives the engine's logs; nil discards.
+	Logger *slog.Logger
+	// StartTimeout bounds each sandbox start.
+	StartTimeout time.Duration
+	// Selected are the probes the run will carry out (set by Run from Probes
+	// and LabelFilter); task-mode batches hold exactly these.
+	Selected []probes.Spec
+}
+
+// active is the configuration the specs run with; set by Run (CLI) or by the
+// test flags (ginkgo).
+var active Config
+
+// DefaultProbeBinary finds sandcheck-probe: $SANDCHECK_BIN, then next to the
+// running executable, then ./bin.
+func DefaultProbeBinary() string {
+	var cands []string
+	if d := os.Getenv("SANDCHECK_BIN"); d != "" {
+		cands = append(cands, filepath.Join(d, "sandcheck-probe"))
+	}
+	if exe, err := os.Executable(); err == nil {
+		cands = append(cands, filepath.Join(filepath.Dir(exe), "sandcheck-probe"))
+	}
+	cands = append(cands, filepath.Join("bin", "sandcheck-probe"))
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			return c
+		}
+	}
+	return cands[len(cands)-1]
+}
+
+// Select returns the catalog specs a probe glob and a label filter choose.
+// An unknown label, a malformed filter or a glob that matches nothing is an
+// error, so a typo never turns into an empty, passing run.
+func Select(glob, labelFilter string) ([]probes.Spec, error) {
+	var match func([]string) bool = func([]string) bool { return true }
+	if labelFilter != "" {
+		for _, tok := range regexp.MustCompile(`[A-Za-z0-9_.:-]+`).FindAllString(labelFilter, -1) {
+			if !slices.Contains(probes.Labels(), tok) {
+				return nil, fmt.Errorf("label filter %q: unknown label %q (known: %s)", labelFilter, tok, strings.Join(probes.Labels(), ", "))
+			}
+		}
+		f, err := types.ParseLabelFilter(labelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("label filter %q: %w", labelFilter, err)
+		}
+		match = f
+	}
+	var out []probes.Spec
+	for _, s := range probes.Catalog() {
+		if glob != "" {
+			ok, err := filepath.Match(glob, s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("probe pattern %q: %w", glob, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if match(s.AllLabels()) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no probe matches (probes %q, label filter %q); see `sandcheck probes list`", glob, labelFilter)
+	}
+	return out, nil
+}
+
+// focusFor turns a selection into Ginkgo focus strings matching exactly those
+// specs (spec text is the probe ID).
+func focusFor(sel []probes.Spec) []string {
+	ids := make([]string, len(sel))
+	for i, s := range sel {
+		ids[i] = regexp.QuoteMeta(s.ID)
+	}
+	return []string{`(^| )(` + strings.Join(ids, "|") + `)$`}
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}

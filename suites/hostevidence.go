@@ -1,0 +1,169 @@
+package suites
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sandcheck/sandcheck/canary"
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// hostEvidence gathers what the host itself observed about one probe: the
+// runtime's view of the sandbox, canary hits carrying the probe's token, a
+// honeyfile token only the host could have planted.
+func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self selfReport) []evidence.Item {
+	var items []evidence.Item
+	for _, h := range spec.Host {
+		switch {
+		case strings.HasPrefix(h, "runtime:"):
+			if s.view != nil {
+				if it, ok := runtimeFact(strings.TrimPrefix(h, "runtime:"), spec, s.view); ok {
+					items = append(items, it)
+				}
+			}
+		case h == "canary:metadata":
+			items = append(items, e.metadataHits(spec, token, self)...)
+		case h == "honeyfile":
+			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
+				items = append(items, it)
+			}
+		}
+	}
+	return items
+}
+
+// dangerousCaps are the capabilities whose presence the runtime view alone
+// proves dangerous (see privilege.dangerous-caps).
+var dangerousCaps = []string{"SYS_ADMIN", "NET_ADMIN", "NET_RAW", "SYS_PTRACE", "SYS_MODULE",
+	"DAC_READ_SEARCH", "SYS_RAWIO", "BPF", "PERFMON", "SYS_BOOT", "MKNOD", "SYS_TIME", "ALL"}
+
+// runtimeFact turns one fact of the runtime's view into evidence. It says
+// "escaped" or "blocked" only where the configuration alone settles the
+// question; otherwise it informs without indicating.
+func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidence.Item, bool) {
+	it := evidence.Item{Source: evidence.SourceRuntime, Kind: fact}
+	switch fact {
+	case "seccomp":
+		it.Summary = "seccomp profile: " + v.Seccomp
+		if spec.ID == "privilege.seccomp" {
+			it.Indicates = map[bool]probes.Outcome{true: probes.Escaped, false: probes.Blocked}[v.Seccomp == "unconfined"]
+		}
+	case "no-new-privileges":
+		it.Summary = fmt.Sprintf("no-new-privileges: %t", v.NoNewPrivileges)
+		it.Indicates = map[bool]probes.Outcome{true: probes.Blocked, false: probes.Escaped}[v.NoNewPrivileges]
+	case "user":
+		it.Summary = fmt.Sprintf("user: %q", v.User)
+		switch u := strings.SplitN(v.User, ":", 2)[0]; u {
+		case "0", "root":
+			it.Indicates = probes.Escaped
+		case "":
+			it.Summary += " (the image's default)"
+		default:
+			it.Indicates = probes.Blocked
+		}
+	case "caps":
+		it.Summary = fmt.Sprintf("cap_add %v, cap_drop %v", v.CapAdd, v.CapDrop)
+		var bad []string
+		for _, c := range v.CapAdd {
+			if slices.Contains(dangerousCaps, strings.TrimPrefix(strings.ToUpper(c), "CAP_")) {
+				bad = append(bad, c)
+			}
+		}
+		dropAll := slices.ContainsFunc(v.CapDrop, func(c string) bool { return strings.EqualFold(c, "ALL") })
+		switch {
+		case v.Privileged || len(bad) > 0:
+			it.Indicates = probes.Escaped
+		case dropAll && len(v.CapAdd) == 0:
+			it.Indicates = probes.Blocked
+		case !dropAll && spec.ID == "privilege.dangerous-caps":
+			// The engine's default set keeps NET_RAW and MKNOD.
+			it.Summary += "; the runtime's default set keeps NET_RAW and MKNOD"
+			it.Indicates = probes.Escaped
+		}
+	case "mounts":
+		var binds []string
+		for _, m := range v.Mounts {
+			if m.Type == "bind" && m.Destination != runners.ProbeMount {
+				binds = append(binds, fmt.Sprintf("%s->%s(ro=%t)", m.Source, m.Destination, m.ReadOnly))
+			}
+		}
+		it.Summary = fmt.Sprintf("host bind mounts: %v", binds)
+		switch spec.ID {
+		case "host.engine-socket":
+			if slices.ContainsFunc(binds, func(b string) bool { return strings.Contains(b, ".sock") }) {
+				it.Indicates = probes.Escaped
+			}
+		default:
+			if len(binds) > 0 {
+				it.Indicates = probes.Escaped
+			} else {
+				it.Indicates = probes.Blocked
+			}
+		}
+	case "masked-paths":
+		it.Summary = fmt.Sprintf("%d masked /proc paths", len(v.MaskedPaths))
+		if len(v.MaskedPaths) == 0 {
+			it.Indicates = probes.Escaped
+		}
+	case "read-only-rootfs":
+		it.Summary = fmt.Sprintf("read-only root filesystem: %t", v.ReadOnlyRootfs)
+		if v.ReadOnlyRootfs {
+			it.Indicates = probes.Blocked
+		}
+	case "pids-limit":
+		it.Summary = fmt.Sprintf("pids limit: %d", v.PidsLimit)
+		if v.PidsLimit <= 0 {
+			it.Indicates = probes.Escaped
+		}
+	case "memory-limit":
+		it.Summary = fmt.Sprintf("memory limit: %d bytes", v.MemoryBytes)
+		if v.MemoryBytes <= 0 {
+			it.Indicates = probes.Escaped
+		}
+	case "oom":
+		it.Kind = "oom-killed"
+		if !v.OOMKilled {
+			return it, false
+		}
+		it.Summary = fmt.Sprintf("the kernel OOM-killed the sandbox at its memory limit (%d bytes); exit code %d", v.MemoryBytes, v.ExitCode)
+		it.Indicates = probes.Blocked
+	case "env":
+		it.Summary = fmt.Sprintf("environment names: %v", v.Env)
+	default:
+		return it, false
+	}
+	return it, true
+}
+
+// metadataHits joins the metadata canary's hits carrying the probe's token.
+func (e *Engine) metadataHits(spec probes.Spec, token string, self selfReport) []evidence.Item {
+	if e.net == nil {
+		return []evidence.Item{{Source: evidence.SourceCanary, Kind: "metadata-canary",
+			Summary: "no harness network: the sandbox was given no route to a canary"}}
+	}
+	var hits []canary.Hit
+	for _, h := range e.net.Recorder().ByToken(token) {
+		// A batch shares one token; the probe ID tells its hits apart.
+		if h.Probe == spec.ID {
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) == 0 {
+		it := evidence.Item{Source: evidence.SourceCanary, Kind: "metadata-canary", Summary: "no request with the probe's token reached the metadata canary"}
+		if self.Outcome == probes.Escaped {
+			it.Summary += "; the probe's escape is unconfirmed"
+			it.Kind = "metadata-unconfirmed"
+		}
+		return []evidence.Item{it}
+	}
+	paths := make([]string, 0, len(hits))
+	for _, h := range hits {
+		paths = append(paths, h.Method+" "+h.Path)
+	}
+	return []evidence.Item{{Source: evidence.SourceCanary, Kind: "metadata-hit", Indicates: probes.Escaped,
+		Summary: fmt.Sprintf("%d request(s) with the probe's token reached the metadata canary: %s", len(hits), truncate(strings.Join(paths, ", "), 300)),
+		Data:    map[string]string{"token": token, "remote": hits[0].Remote}}}
+}
