@@ -39,8 +39,11 @@ type Record struct {
 	Sandboxes  []Sandbox `json:"sandboxes"`
 	Results    []Result  `json:"results"`
 	Errors     []string  `json:"errors,omitempty"`
-	Timing     Timing    `json:"timing"`
-	Verdict    *Verdict  `json:"verdict,omitempty"`
+	// NetworkLeftovers is what the host's check found of the harness network
+	// after it was removed (empty: nothing survived).
+	NetworkLeftovers []string `json:"network_leftovers,omitempty"`
+	Timing           Timing   `json:"timing"`
+	Verdict          *Verdict `json:"verdict,omitempty"`
 }
 
 // Tool names the sandcheck build and policy that produced the record.

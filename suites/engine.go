@@ -496,6 +496,14 @@ func (e *Engine) Close(ctx context.Context) {
 		if err := e.net.Close(ctx); err != nil {
 			e.harnessError(fmt.Errorf("removing harness network: %w", err))
 		}
+		left, err := e.net.Leftovers(ctx)
+		if err != nil {
+			left = append(left, "network teardown check failed: "+err.Error())
+		}
+		e.mu.Lock()
+		e.rec.NetworkLeftovers = left
+		e.mu.Unlock()
+		e.emit("network-close", map[string]any{"leftovers": left})
 	}
 	if e.honey != nil {
 		e.honey.remove(e.log)
