@@ -266,6 +266,38 @@ func TestForgedProbeOutputCannotPass(t *testing.T) {
 	}
 }
 
+// TestHarnessFailuresExitTwo covers a missing engine and a sandbox that never
+// gets ready: both are harness errors (exit 2), named on stderr, and the
+// evidence gathered so far stays on disk.
+func TestHarnessFailuresExitTwo(t *testing.T) {
+	t.Run("no engine", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+		r := sandcheck(t, "run", "--target", "fixtures/targets/hardened.yaml")
+		if r.code != 2 || !strings.Contains(r.stderr, "docker") {
+			t.Errorf("exit %d, stderr %q; want 2 naming the engine", r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(r.out, "evidence.jsonl")); err != nil {
+			t.Errorf("evidence.jsonl missing: %v", err)
+		}
+	})
+	t.Run("sandbox never ready", func(t *testing.T) {
+		bin := forgeBinary(t, "hang")
+		r := sandcheck(t, "run", "--target", "fixtures/targets/hardened.yaml", "--probes", "privilege.root-uid",
+			"--probe-binary", bin, "--start-timeout", "5s")
+		if r.code != 2 || !strings.Contains(r.stderr, "did not start") {
+			t.Errorf("exit %d, stderr %q; want 2 naming the start failure", r.code, r.stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(r.out, "evidence.jsonl"))
+		if err != nil || !strings.Contains(string(b), "harness-error") {
+			t.Errorf("evidence.jsonl lacks the harness error: %v\n%s", err, b)
+		}
+		rec := r.mustRecord(t)
+		if rec.Verdict != nil && rec.Verdict.Pass {
+			t.Errorf("a run whose sandbox never started passed: %+v", rec.Verdict)
+		}
+	})
+}
+
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")

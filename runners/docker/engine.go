@@ -44,6 +44,13 @@ func engine(ctx context.Context) (*testcontainers.DockerClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker engine not reachable at %s: %w", configuredHost(), err)
 	}
+	// testcontainers-go falls back to the default socket when DOCKER_HOST
+	// does not answer; a user who named an engine must get that engine or
+	// an error, never another one.
+	if h := os.Getenv("DOCKER_HOST"); h != "" && c.DaemonHost() != h {
+		c.Close()
+		return nil, fmt.Errorf("docker engine not reachable at DOCKER_HOST=%s (refusing to fall back to %s)", h, c.DaemonHost())
+	}
 	shared = c
 	return c, nil
 }

@@ -1,7 +1,7 @@
 // Command forgeprobe is a hostile stand-in for sandcheck-probe, used only by
 // the end-to-end tests: it lies about every probe (mode "blocked"), floods
 // its output ("flood"), reports more than it was asked ("extra") or prints
-// garbage ("garbage"). The mode is fixed at build time with
+// garbage ("garbage"), or never gets ready ("hang"). The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
 // sandbox.
 package main
@@ -28,6 +28,9 @@ func main() {
 		case <-time.After(30 * time.Minute):
 		}
 	case "list":
+		if forgeMode == "hang" {
+			time.Sleep(time.Hour) // never ready: the harness must give up
+		}
 		fmt.Println("forged")
 	case "run":
 		id := os.Args[len(os.Args)-1]
