@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup build images run test unit bench lint fmt-check vet script-test docs docs-check generate clean
+.PHONY: help setup build images run test unit bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
 
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -57,7 +57,10 @@ unit: ## fast tests only (go test -short), no setup
 bench: setup build images ## run the hardened references through the CLI; prints wall, start and per-probe seconds
 	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
 
-lint: fmt-check vet docs-check ## gofmt, go vet and generated-docs drift
+# generate-check needs clang; without it the committed BPF objects are used
+# as they are (CI installs clang, so CI checks them).
+HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
+lint: fmt-check vet docs-check $(if $(HAVE_CLANG),generate-check) ## gofmt, go vet, generated-docs drift and (with clang) BPF drift
 
 fmt-check: ## fail listing the Go files gofmt would change
 	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
@@ -90,8 +93,21 @@ docs-check: ## fail when docs/probes.md is not what `make docs` would write
 		exit 1
 	fi
 
-generate: ## go generate ./... (bpf2go needs clang: make setup)
+generate: ## go generate ./... (bpf2go needs clang and libbpf-dev: make setup)
 	$(GO) generate ./...
+
+generate-check: ## fail when the committed bpf2go output is not what `make generate` writes
+	@tmp=$$(mktemp -d)
+	trap 'rm -rf "$$tmp"' EXIT
+	cp tracer/tracer_x86_bpfel.go tracer/tracer_x86_bpfel.o "$$tmp"/
+	$(GO) generate ./tracer/
+	if ! cmp -s "$$tmp"/tracer_x86_bpfel.o tracer/tracer_x86_bpfel.o || ! diff -u "$$tmp"/tracer_x86_bpfel.go tracer/tracer_x86_bpfel.go; then
+		echo "tracer/: the committed BPF objects are stale: run 'make generate' and commit the result" >&2
+		exit 1
+	fi
+
+bench-tracer: setup build images ## syscall-heavy sandbox with and without the eBPF tracer, alternately; prints the overhead ratio and losses
+	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench BenchmarkTracerOverhead -benchtime 1x -v ./tracer/
 
 clean: ## remove bin/ and out/
 	rm -rf $(BIN) $(OUT)

@@ -1,0 +1,79 @@
+/* Shared between the BPF programs and bpf2go's generated Go types. */
+#ifndef SANDCHECK_TRACER_H
+#define SANDCHECK_TRACER_H
+
+#define MAX_SANDBOXES 256
+#define MAX_TASKS 16384
+#define MAX_COUNTS 32768
+#define MAX_PREFIXES 16
+#define PREFIX_BYTES 64
+#define MAX_NS_DEPTH 8
+#define MAX_SYSCALL 1024
+#define RINGBUF_BYTES (4 << 20)
+#define PATH_BYTES 256
+#define ARGV_BYTES 256
+#define SOCKADDR_BYTES 128
+
+enum event_kind {
+	EV_EXEC = 1,
+	EV_FORK = 2,
+	EV_EXIT = 3,
+	EV_SYSCALL = 4,
+};
+
+enum stat_idx {
+	STAT_LOST_EVENTS = 0, /* ring buffer full */
+	STAT_LOST_TASKS = 1,  /* task map full: a process went unattributed */
+	STAT_LOST_COUNTS = 2, /* count map full: a syscall went uncounted */
+	STAT_MAX = 3,
+};
+
+struct task_info {
+	u32 ns;   /* the watched pid namespace's inode */
+	u32 root; /* tgid of the process that first exec'd in the sandbox */
+};
+
+struct count_key {
+	u32 ns;
+	u32 root;
+	u32 nr;
+	u32 pad;
+};
+
+struct count_val {
+	u64 calls;
+	u64 ok;
+	u64 eperm;
+	u64 eacces;
+	u64 enosys;
+	u64 other_err;
+};
+
+struct prefix {
+	u32 len;
+	char s[PREFIX_BYTES];
+};
+
+/* The user-space ABI's msghdr head. */
+struct user_msghdr {
+	void *msg_name;
+	int msg_namelen;
+};
+
+struct event {
+	u64 ts;
+	u32 kind;
+	u32 ns;
+	u32 root;
+	u32 tgid;
+	u32 pid;
+	u32 other; /* fork: child tgid; exec: 1 when the process is a new root */
+	s64 nr;
+	s64 ret; /* syscall: return value; exit: exit code */
+	u64 args[6];
+	u32 len; /* bytes of data used (exec: argv bytes after the path) */
+	char comm[16];
+	u8 data[PATH_BYTES + ARGV_BYTES];
+};
+
+#endif

@@ -1,0 +1,74 @@
+// Command sysloop makes a known syscall sequence for the tracer's tests:
+//
+//	sysloop known      getppid x1234, setns(-1) x7 (EBADF), one open of
+//	                   /etc/shadow.sandcheck-test (ENOENT), one connect to
+//	                   127.0.0.1:9 (refused or EPERM), then acct x3 and
+//	                   unshare(0) x1: under a seccomp filter (see "seccomp")
+//	                   acct answers EPERM
+//	sysloop seccomp    installs a filter answering EPERM to acct, then "known"
+//	sysloop loop N     N getppid calls, for the overhead benchmark
+//	sysloop wait MODE  waits for a line on stdin (a go-ahead), then execs
+//	                   itself as "sysloop MODE"
+//
+// It is static (CGO_ENABLED=0) so it runs in a FROM-scratch image.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: sysloop known|seccomp|loop N|wait")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "wait":
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		exe, _ := os.Executable()
+		err := syscall.Exec(exe, []string{exe, os.Args[2]}, os.Environ())
+		fmt.Fprintln(os.Stderr, "exec:", err)
+		os.Exit(1)
+	case "seccomp":
+		p := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionErrno, Names: []string{"acct"}},
+		}}
+		if err := seccomp.LoadFilter(seccomp.Filter{NoNewPrivs: true, Flag: seccomp.FilterFlagTSync, Policy: p}); err != nil {
+			fmt.Fprintln(os.Stderr, "seccomp:", err)
+			os.Exit(1)
+		}
+		known()
+	case "known":
+		known()
+	case "loop":
+		n, _ := strconv.Atoi(os.Args[2])
+		for range n {
+			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	}
+}
+
+func known() {
+	for range 1234 {
+		unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+	}
+	for range 7 {
+		unix.Syscall(unix.SYS_SETNS, ^uintptr(0), 0, 0)
+	}
+	unix.Open("/etc/shadow.sandcheck-test", unix.O_RDONLY, 0)
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0); err == nil {
+		unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}})
+		unix.Close(fd)
+	}
+	for range 3 {
+		unix.Syscall(unix.SYS_ACCT, 0, 0, 0)
+	}
+	unix.Syscall(unix.SYS_UNSHARE, 0, 0, 0)
+}

@@ -1,0 +1,234 @@
+//go:build linux && amd64
+
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// ErrUnavailable means tracing cannot work here (no root, no BTF, a kernel
+// without the tracepoints): a conclusive "not here", unlike other errors.
+var ErrUnavailable = errors.New("tracer unavailable")
+
+// DefaultSensitivePrefixes are the path prefixes whose opens become events
+// unless Options say otherwise.
+var DefaultSensitivePrefixes = []string{
+	"/etc/shadow", "/etc/sudoers", "/root/", "/proc/kcore", "/proc/sysrq-trigger",
+	"/proc/sys/kernel/", "/proc/1/root", "/sys/kernel/", "/sys/fs/cgroup/",
+	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/", "/dev/mem", "/dev/kmsg",
+	"/var/run/secrets/", "/home/",
+}
+
+// Options configure a Tracer.
+type Options struct {
+	// Logger receives the tracer's logs; nil discards.
+	Logger *slog.Logger
+	// SensitivePrefixes are absolute path prefixes whose opens (open, openat,
+	// openat2) become events; nil means DefaultSensitivePrefixes. At most 16,
+	// each under 64 bytes. Relative paths are not matched.
+	SensitivePrefixes []string
+	// MaxEvents bounds the events kept per watch (default 4096); more are
+	// counted in Lost.Capped.
+	MaxEvents int
+}
+
+// Tracer is the loaded and attached BPF programs. Close unloads them.
+type Tracer struct {
+	log     *slog.Logger
+	objs    tracerObjects
+	links   []link.Link
+	rd      *ringbuf.Reader
+	max     int
+	done    chan struct{}
+	flushed chan struct{}
+	syncMu  sync.Mutex
+
+	mu      sync.Mutex
+	watches map[uint32]*Watch
+	seen    uint64 // ring-buffer events decoded
+	closed  bool
+}
+
+// New loads the BPF programs, attaches them and starts reading events.
+// Failures that mean "not on this machine" wrap ErrUnavailable.
+func New(opts Options) (_ *Tracer, err error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: needs root (CAP_BPF and CAP_PERFMON)", ErrUnavailable)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return nil, fmt.Errorf("%w: the kernel has no BTF (/sys/kernel/btf/vmlinux)", ErrUnavailable)
+	}
+	prefixes := opts.SensitivePrefixes
+	if prefixes == nil {
+		prefixes = DefaultSensitivePrefixes
+	}
+	if len(prefixes) > 16 {
+		return nil, fmt.Errorf("configuring the tracer: %d sensitive prefixes, at most 16", len(prefixes))
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("%w: lifting the memlock limit: %v", ErrUnavailable, err)
+	}
+	t := &Tracer{log: opts.Logger, max: opts.MaxEvents, done: make(chan struct{}),
+		flushed: make(chan struct{}, 1), watches: map[uint32]*Watch{}}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.max <= 0 {
+		t.max = 4096
+	}
+	if err := loadTracerObjects(&t.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading the BPF programs: %w", err)
+		}
+		return nil, fmt.Errorf("%w: loading the BPF programs: %v", ErrUnavailable, err)
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	for i, p := range prefixes {
+		var v tracerPrefix
+		if len(p) >= len(v.S) || p == "" {
+			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is empty or too long", p)
+		}
+		v.Len = uint32(len(p))
+		for j := range len(p) {
+			v.S[j] = int8(p[j])
+		}
+		if err := t.objs.Prefixes.Put(uint32(i), &v); err != nil {
+			return nil, fmt.Errorf("configuring the tracer: %w", err)
+		}
+	}
+	for name, prog := range map[string]*ebpf.Program{
+		"sys_exit":           t.objs.ScSysExit,
+		"sched_process_exec": t.objs.ScExec,
+		"sched_process_fork": t.objs.ScFork,
+		"sched_process_exit": t.objs.ScExit,
+	} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
+		if err != nil {
+			return nil, fmt.Errorf("%w: attaching raw tracepoint %s: %v", ErrUnavailable, name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	if t.rd, err = ringbuf.NewReader(t.objs.Events); err != nil {
+		return nil, fmt.Errorf("opening the ring buffer: %w", err)
+	}
+	go t.read()
+	return t, nil
+}
+
+// Close detaches and unloads everything; safe twice.
+func (t *Tracer) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.mu.Unlock()
+	var errs []error
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+		<-t.done
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, t.objs.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("closing the tracer: %w", err)
+	}
+	return nil
+}
+
+// read decodes ring-buffer records until the reader closes.
+func (t *Tracer) read() {
+	defer close(t.done)
+	var rec ringbuf.Record
+	for {
+		err := t.rd.ReadInto(&rec)
+		switch {
+		case errors.Is(err, ringbuf.ErrClosed):
+			return
+		case errors.Is(err, ringbuf.ErrFlushed):
+			select {
+			case t.flushed <- struct{}{}:
+			default:
+			}
+			continue
+		case err != nil:
+			t.log.Warn("tracer: reading the ring buffer", "err", err)
+			continue
+		}
+		ns, ev, err := decode(rec.RawSample)
+		if err != nil {
+			t.log.Warn("tracer: decoding an event", "err", err)
+			continue
+		}
+		t.mu.Lock()
+		t.seen++
+		if w := t.watches[ns]; w != nil {
+			w.add(ev)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// sync waits until every event already in the ring buffer has been decoded.
+func (t *Tracer) sync() {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	select {
+	case <-t.flushed:
+	default:
+	}
+	if err := t.rd.Flush(); err != nil {
+		t.log.Warn("tracer: flushing the ring buffer", "err", err)
+		return
+	}
+	select {
+	case <-t.flushed:
+	case <-time.After(2 * time.Second):
+		t.log.Warn("tracer: the ring buffer did not drain within 2s")
+	}
+}
+
+// Lost returns the kernel-wide loss counters since the tracer loaded.
+func (t *Tracer) Lost() (Lost, error) {
+	var l Lost
+	for idx, dst := range map[uint32]*uint64{0: &l.Events, 1: &l.Tasks, 2: &l.Counts} {
+		var per []uint64
+		if err := t.objs.Stats.Lookup(idx, &per); err != nil {
+			return l, fmt.Errorf("reading loss counters: %w", err)
+		}
+		for _, v := range per {
+			*dst += v
+		}
+	}
+	t.mu.Lock()
+	for _, w := range t.watches {
+		l.Capped += w.capped
+	}
+	t.mu.Unlock()
+	return l, nil
+}
+
+// Events returns how many ring-buffer events the tracer has decoded.
+func (t *Tracer) Events() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seen
+}

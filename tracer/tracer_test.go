@@ -1,0 +1,153 @@
+//go:build linux && amd64
+
+package tracer
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newTracer loads the tracer or skips: it needs root and BPF, which CI has.
+func newTracer(t *testing.T) *Tracer {
+	t.Helper()
+	tr, err := New(Options{})
+	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
+		t.Skipf("needs root and BPF: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("loading the tracer: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Errorf("closing the tracer: %v", err)
+		}
+	})
+	return tr
+}
+
+// buildSysloop builds the static test workload once per test binary.
+func buildSysloop(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "sysloop")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/sysloop")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building sysloop: %v\n%s", err, b)
+	}
+	return out
+}
+
+// startInNewPidNS starts argv in a new pid namespace, holding it at a
+// go-ahead: it reads one line from stdin before doing anything.
+func startInNewPidNS(t *testing.T, bin string, args ...string) (*exec.Cmd, func()) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s in a new pid namespace: %v", bin, err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, func() { in.Write([]byte("go\n")); in.Close() }
+}
+
+func TestKnownSequenceCountsAndErrnos(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	cmd, goAhead := startInNewPidNS(t, bin, "wait", "seccomp")
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	// A busy host process meanwhile must not be attributed.
+	other := exec.Command(bin, "loop", "5000")
+	goAhead()
+	if err := other.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sysloop: %v", err)
+	}
+	rep, err := w.Close()
+	if err != nil {
+		t.Fatalf("closing the watch: %v", err)
+	}
+	sys := rep.Syscalls()
+	if c := sys["getppid"]; c.Calls != 1234 || c.OK != 1234 {
+		t.Errorf("getppid: got %+v, want exactly 1234 successful calls (the host process's 5000 must not count)", c)
+	}
+	if c := sys["setns"]; c.Calls != 7 || c.OtherErr != 7 {
+		t.Errorf("setns(-1): got %+v, want 7 calls failing with EBADF (reached, not denied)", c)
+	}
+	if c := sys["acct"]; c.Calls != 3 || c.EPERM != 3 || c.Denied() != 3 {
+		t.Errorf("acct under a seccomp filter: got %+v, want 3 calls denied with EPERM", c)
+	}
+	if rep.Lost.Any() {
+		t.Errorf("lost: %+v", rep.Lost)
+	}
+	var sawExec, sawOpen, sawConnect, sawUnshare bool
+	for _, tree := range rep.Trees {
+		for _, ev := range tree.Events {
+			switch {
+			case ev.Kind == KindExec && ev.Path == bin:
+				sawExec = len(ev.Argv) == 2 && ev.Argv[1] == "seccomp"
+			case ev.Kind == KindSyscall && ev.Syscall == "openat" && ev.Path == "/etc/shadow.sandcheck-test":
+				sawOpen = ev.Errno == "ENOENT"
+			case ev.Kind == KindSyscall && ev.Syscall == "connect" && ev.Addr != nil:
+				sawConnect = ev.Addr.String() == "127.0.0.1:9"
+			case ev.Kind == KindSyscall && ev.Syscall == "unshare":
+				sawUnshare = ev.Ret == 0
+			case ev.TGID == uint32(other.Process.Pid):
+				t.Errorf("host process event attributed to the sandbox: %s", ev)
+			}
+		}
+	}
+	if !sawExec || !sawOpen || !sawConnect || !sawUnshare {
+		t.Errorf("events: exec %t, sensitive open %t, connect 127.0.0.1:9 %t, unshare %t; all should be seen\n%s",
+			sawExec, sawOpen, sawConnect, sawUnshare, dump(rep))
+	}
+}
+
+func TestWatchRefusesHostNamespace(t *testing.T) {
+	tr := newTracer(t)
+	if _, err := tr.Watch(os.Getpid(), WatchOptions{}); err == nil {
+		t.Fatal("watching the host's own pid namespace should be refused")
+	}
+}
+
+func TestNothingStaysLoaded(t *testing.T) {
+	tr := newTracer(t)
+	ids := ourPrograms(t)
+	if len(ids) == 0 {
+		t.Fatal("no sc_* program is loaded while the tracer is open")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ourPrograms(t)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // programs are freed after an RCU grace period
+	}
+	if left := ourPrograms(t); len(left) > 0 {
+		t.Fatalf("programs still loaded after Close: %v", left)
+	}
+}
+
+func dump(r *Report) string {
+	var b strings.Builder
+	for _, t := range r.Trees {
+		for _, ev := range t.Events {
+			b.WriteString(ev.String() + "\n")
+		}
+	}
+	return b.String()
+}
