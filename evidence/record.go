@@ -121,6 +121,27 @@ type Verdict struct {
 	Pass     bool          `json:"pass"`
 	Criteria []Criterion   `json:"criteria"`
 	Results  []ResultGrade `json:"results"`
+	// Warnings are advisory findings (warn_* rules, untested criteria,
+	// waivers about to expire); they fail a run only with --fail-on-warn.
+	Warnings []string `json:"warnings,omitempty"`
+	// Waivers are the waivers that excused at least one finding.
+	Waivers []WaiverUse `json:"waivers,omitempty"`
+	// ExpiredWaivers are waivers for this target past their expiry; they
+	// excused nothing.
+	ExpiredWaivers []WaiverUse `json:"expired_waivers,omitempty"`
+}
+
+// WaiverUse is one waiver as the verdict reports it: the accepted residual
+// risk, who owns it, until when, and what it excused.
+type WaiverUse struct {
+	ID        string   `json:"id"` // file:line
+	Criterion string   `json:"criterion"`
+	Probe     string   `json:"probe"`
+	Target    string   `json:"target"`
+	Owner     string   `json:"owner"`
+	Reason    string   `json:"reason"`
+	Expires   string   `json:"expires"`
+	Waived    []string `json:"waived"`
 }
 
 // ResultGrade is the policy's reading of one result: the outcome it grades
@@ -146,6 +167,9 @@ const (
 	StatusFail        = "fail"
 	StatusUnconfirmed = "unconfirmed"
 	StatusNotTested   = "not-tested"
+	// StatusWaived: the criterion failed or was unconfirmed, and an
+	// unexpired waiver accepts every finding against it.
+	StatusWaived = "waived"
 )
 
 // Criterion is the grade of one release criterion.

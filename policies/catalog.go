@@ -13,16 +13,21 @@ func catalogData(criteria []string, specs []probes.Spec) map[string]any {
 		for p, o := range s.Expect {
 			expect[p] = string(o)
 		}
+		host := make([]any, len(s.Host))
+		for i, h := range s.Host {
+			host[i] = h
+		}
 		ps[s.ID] = map[string]any{
 			"category":  s.Category,
 			"criterion": s.Criterion,
 			"severity":  s.Severity,
 			"expect":    expect,
+			"host":      host,
 		}
 	}
 	cs := make([]any, len(criteria))
 	for i, c := range criteria {
 		cs[i] = c
 	}
-	return map[string]any{"catalog": map[string]any{"criteria": cs, "probes": ps}}
+	return map[string]any{"criteria": cs, "probes": ps}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 const testProfile = "high-risk-code"
@@ -29,9 +30,13 @@ func hardenedRecord() *evidence.Record {
 		RunID:      "run-test",
 		StartedAt:  start,
 		FinishedAt: start.Add(time.Minute),
-		Target:     evidence.Target{Name: "hardened", Profile: testProfile},
+		StartedBy:  "ci",
+		Tool:       evidence.Tool{Version: "test", PolicyVersion: Version},
+		Target:     evidence.Target{Name: "hardened", Path: "hardened.yaml", Digest: testDigest, Profile: testProfile},
 		Runner:     "docker",
 		Runtime:    "runsc",
+		Image:      evidence.Image{Ref: "sandcheck/runner:dev", Digest: testDigest},
+		Sandboxes:  []evidence.Sandbox{{ID: "c1", Name: "shared", View: hardenedView()}},
 	}
 	for _, s := range probes.Catalog() {
 		r := evidence.Result{
@@ -50,6 +55,23 @@ func hardenedRecord() *evidence.Record {
 		rec.Results = append(rec.Results, r)
 	}
 	return rec
+}
+
+const testDigest = "sha256:77c953360c3f7eddf5b231a0622a0bf88eeefa5782c513a6c273b0c1ab017a04"
+
+// hardenedView is the runtime's view of a hardened gVisor sandbox.
+func hardenedView() *runners.RuntimeView {
+	return &runners.RuntimeView{
+		Runtime: "runsc", User: "65534:65534", CapDrop: []string{"ALL"}, Seccomp: "default",
+		NoNewPrivileges: true, ReadOnlyRootfs: true,
+		MaskedPaths: []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"},
+		Mounts: []runners.Mount{
+			{Type: "bind", Source: "/tmp/run/probe", Destination: "/.sandcheck", ReadOnly: true},
+			{Type: "tmpfs", Destination: "/scratch"},
+		},
+		NetworkMode: "none", PidsLimit: 64, MemoryBytes: 128 << 20, NanoCPUs: 1e9,
+		Env: []string{"PATH"}, Image: "sandcheck/runner:dev", ImageDigest: testDigest,
+	}
 }
 
 // result returns a pointer to the first result of probe id in rec.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -15,18 +16,24 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
-// Grader evaluates run records against the embedded release criteria. The
-// policy is compiled once, by New; a Grader is safe for concurrent use.
+// Grader evaluates run records against the release criteria: the embedded
+// policy, any user policies and waivers. The policy is compiled once, by New;
+// a Grader is safe for concurrent use.
 type Grader struct {
 	query    rego.PreparedEvalQuery
 	criteria []string
+	version  string
+	now      func() time.Time
 }
 
 // Option configures a Grader.
 type Option func(*config)
 
 type config struct {
-	specs []probes.Spec
+	specs   []probes.Spec
+	dirs    []string
+	waivers []Waiver
+	now     func() time.Time
 }
 
 // WithCatalog grades against specs instead of probes.Catalog(). The criteria
@@ -36,9 +43,28 @@ func WithCatalog(specs []probes.Spec) Option {
 	return func(c *config) { c.specs = specs }
 }
 
-// New compiles the embedded policy and prepares its query.
+// WithPolicies adds user policies: each path is a folder of Rego modules and
+// data files or an OPA bundle (.tar.gz). A user module with the same file
+// name as an embedded one (e.g. profiles.rego) replaces it; the others add
+// rules. Test modules (*_test.rego) are not loaded for grading.
+func WithPolicies(paths ...string) Option {
+	return func(c *config) { c.dirs = append(c.dirs, paths...) }
+}
+
+// WithWaivers applies waivers (see LoadWaivers).
+func WithWaivers(ws []Waiver) Option {
+	return func(c *config) { c.waivers = append(c.waivers, ws...) }
+}
+
+// WithClock sets the clock waivers expire by (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
+}
+
+// New loads and compiles the policy (strictly, as `opa check --strict`
+// would) and prepares its query. Errors name the file and line at fault.
 func New(opts ...Option) (*Grader, error) {
-	cfg := config{}
+	cfg := config{now: time.Now}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -46,26 +72,40 @@ func New(opts ...Option) (*Grader, error) {
 		cfg.specs = probes.Catalog()
 	}
 	criteria := append([]string(nil), probes.Criteria...)
-
+	mods, userData, err := assemble(cfg.dirs)
+	if err != nil {
+		return nil, err
+	}
+	version := digest(mods)
+	store := map[string]any{
+		"catalog": catalogData(criteria, cfg.specs),
+		"grading": map[string]any{"policy_version": version, "waivers": waiverData(cfg.waivers)},
+	}
+	for k, v := range userData {
+		if _, taken := store[k]; taken {
+			return nil, fmt.Errorf("loading user policy data: data.%s is reserved for sandcheck", k)
+		}
+		store[k] = v
+	}
 	ropts := []func(*rego.Rego){
 		rego.Query(Query),
-		rego.Store(inmem.NewFromObject(catalogData(criteria, cfg.specs))),
+		rego.Store(inmem.NewFromObject(store)),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
 	}
-	for _, n := range policyFiles(false) {
-		b, err := regoFS.ReadFile(n)
-		if err != nil {
-			return nil, fmt.Errorf("reading policy %s: %w", n, err)
-		}
-		ropts = append(ropts, rego.Module(n, string(b)))
+	for _, m := range mods {
+		ropts = append(ropts, rego.Module(m.file, m.src))
 	}
 	q, err := rego.New(ropts...).PrepareForEval(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("compiling release policy: %w", err)
 	}
-	return &Grader{query: q, criteria: criteria}, nil
+	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now}, nil
 }
+
+// Version identifies the policy this grader applies (embedded and user
+// modules); it equals the package Version when no user policy is added.
+func (g *Grader) Version() string { return g.version }
 
 // Grade evaluates rec and returns the policy's verdict. It does not modify
 // rec; any verdict rec already carries is ignored. An error means the record
@@ -85,7 +125,7 @@ func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Ver
 	if err != nil {
 		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
 	}
-	rs, err := g.query.Eval(ctx, rego.EvalInput(input))
+	rs, err := g.query.Eval(ctx, rego.EvalInput(input), rego.EvalTime(g.now()))
 	if err != nil {
 		return nil, fmt.Errorf("grading record %s: evaluating policy: %w", rec.RunID, err)
 	}
@@ -144,7 +184,7 @@ func (g *Grader) check(v *evidence.Verdict) error {
 			return fmt.Errorf("policy verdict lists criterion %q at %d, want %q", c.ID, i, g.criteria[i])
 		}
 		switch c.Status {
-		case evidence.StatusPass, evidence.StatusFail, evidence.StatusUnconfirmed, evidence.StatusNotTested:
+		case evidence.StatusPass, evidence.StatusFail, evidence.StatusUnconfirmed, evidence.StatusNotTested, evidence.StatusWaived:
 		default:
 			return fmt.Errorf("policy verdict gives criterion %q unknown status %q", c.ID, c.Status)
 		}

@@ -2,14 +2,20 @@
 # catalog of their own (with data.catalog as catalog) so they do not move
 # when the real catalog grows. Run with `go test ./policies/` or
 # `opa test policies/`.
-package sandcheck.release_test
+package sandcheck.results_test
 
 import rego.v1
 
+import data.sandcheck.criteria
 import data.sandcheck.release
+import data.sandcheck.test.fixtures
 
 catalog := {
-	"criteria": ["no-ambient-cloud-identity", "hardened-runtime", "usability"],
+	"criteria": [
+		"no-ambient-cloud-identity", "no-host-mount", "bounded-resources", "default-deny-egress",
+		"immutable-approved-base", "isolated-scratch", "controlled-output", "attributable-policy",
+		"verified-teardown", "hardened-runtime", "usability",
+	],
 	"probes": {
 		"metadata.aws-imdsv1": {
 			"category": "metadata", "criterion": "no-ambient-cloud-identity",
@@ -48,7 +54,7 @@ with_items(r, items) := object.union(r, {"evidence": array.concat(r.evidence, it
 
 with_field(r, k, v) := object.union(r, {k: v})
 
-record(results) := {"schema": "sandcheck.dev/run/v1", "target": {"profile": "high-risk-code"}, "results": results}
+record(results) := object.union(fixtures.record_base, {"target": object.union(fixtures.record_base.target, {"profile": "high-risk-code"}), "results": results})
 
 hardened := [
 	with_items(res("metadata.aws-imdsv1", "blocked"), [item("canary", "metadata", "blocked")]),
@@ -62,12 +68,16 @@ verdict(results) := x if {
 }
 
 denies(results) := x if {
-	x := release.deny with input as record(results) with data.catalog as catalog
+	fs := release.findings with input as record(results) with data.catalog as catalog
+	x := {strip(f) | some f in fs; f.kind == "deny"}
 }
 
 warns(results) := x if {
-	x := release.warn with input as record(results) with data.catalog as catalog
+	fs := release.findings with input as record(results) with data.catalog as catalog
+	x := {strip(f) | some f in fs; f.kind == "unconfirmed"}
 }
+
+strip(f) := {"criterion": f.criterion, "probe": f.probe, "msg": f.msg}
 
 grade_of(v, id) := g if {
 	some g in v.criteria
@@ -81,46 +91,46 @@ replace(results, i, r) := array.concat(array.concat(array.slice(results, 0, i), 
 # --- effective, expected, criteria_of -------------------------------------------
 
 test_effective_is_self_report_without_host_escape if {
-	release.effective(res("syscalls.bpf", "inconclusive")) == "inconclusive"
-	release.effective(with_items(res("syscalls.bpf", "blocked"), [item("runtime", "seccomp", "blocked")])) == "blocked"
+	criteria.effective(res("syscalls.bpf", "inconclusive")) == "inconclusive"
+	criteria.effective(with_items(res("syscalls.bpf", "blocked"), [item("runtime", "seccomp", "blocked")])) == "blocked"
 }
 
 test_effective_host_escape_outranks_self_report if {
-	release.effective(with_items(res("syscalls.bpf", "blocked"), [item("tracer", "bpf", "escaped")])) == "escaped"
-	release.effective(with_items(res("syscalls.bpf", "not-applicable"), [item("tracer", "bpf", "escaped")])) == "escaped"
+	criteria.effective(with_items(res("syscalls.bpf", "blocked"), [item("tracer", "bpf", "escaped")])) == "escaped"
+	criteria.effective(with_items(res("syscalls.bpf", "not-applicable"), [item("tracer", "bpf", "escaped")])) == "escaped"
 }
 
 test_effective_ignores_probe_sourced_items if {
-	release.effective(with_items(res("syscalls.bpf", "blocked"), [item("probe", "claim", "escaped")])) == "blocked"
+	criteria.effective(with_items(res("syscalls.bpf", "blocked"), [item("probe", "claim", "escaped")])) == "blocked"
 }
 
 test_effective_tolerates_null_evidence if {
-	release.effective(with_field(res("syscalls.bpf", "blocked"), "evidence", null)) == "blocked"
+	criteria.effective(with_field(res("syscalls.bpf", "blocked"), "evidence", null)) == "blocked"
 }
 
 test_expected_follows_profile if {
 	r := with_field(res("syscalls.bpf", "blocked"), "expected", "blocked")
-	release.expected(r) == "escaped" with input as {"target": {"profile": "package-build"}} with data.catalog as catalog
-	release.expected(r) == "blocked" with input as {"target": {"profile": "high-risk-code"}} with data.catalog as catalog
+	criteria.expected(r) == "escaped" with input as {"target": {"profile": "package-build"}} with data.catalog as catalog
+	criteria.expected(r) == "blocked" with input as {"target": {"profile": "high-risk-code"}} with data.catalog as catalog
 }
 
 test_expected_ignores_record_for_known_probe if {
 	r := with_field(res("syscalls.bpf", "escaped"), "expected", "escaped")
-	release.expected(r) == "blocked" with input as record([]) with data.catalog as catalog
+	criteria.expected(r) == "blocked" with input as record([]) with data.catalog as catalog
 }
 
 test_criteria_of_known_probe if {
-	release.criteria_of(res("syscalls.bpf", "blocked")) == {"hardened-runtime"} with data.catalog as catalog
+	criteria.criteria_of(res("syscalls.bpf", "blocked")) == {"hardened-runtime"} with data.catalog as catalog
 }
 
 test_criteria_of_moved_result_counts_twice if {
 	r := with_field(res("syscalls.bpf", "escaped"), "criterion", "usability")
-	release.criteria_of(r) == {"hardened-runtime", "usability"} with data.catalog as catalog
+	criteria.criteria_of(r) == {"hardened-runtime", "usability"} with data.catalog as catalog
 }
 
 test_criteria_of_unknown_probe_and_criterion_is_integrity if {
 	r := {"probe": "x.y", "criterion": "made-up"}
-	release.criteria_of(r) == {"record-integrity"} with data.catalog as catalog
+	criteria.criteria_of(r) == {"record-integrity"} with data.catalog as catalog
 }
 
 # --- deny rules -------------------------------------------------------------------
@@ -133,7 +143,7 @@ test_hardened_has_no_findings if {
 test_deny_escaped_self_reported if {
 	rs := replace(hardened, 2, res("syscalls.bpf", "escaped"))
 	f := {"criterion": "hardened-runtime", "probe": "syscalls.bpf", "msg": "probe syscalls.bpf escaped (expected blocked): self-reported: d"}
-	f in release.deny_escaped with input as record(rs) with data.catalog as catalog
+	f in criteria.deny_escaped with input as record(rs) with data.catalog as catalog
 	count(denies(rs)) == 1
 }
 
@@ -150,7 +160,7 @@ test_deny_contradiction if {
 	rs := replace(hardened, 0, r)
 	msg := "probe metadata.aws-imdsv1 reported blocked but canary/metadata shows escaped: s"
 	f := {"criterion": "no-ambient-cloud-identity", "probe": "metadata.aws-imdsv1", "msg": msg}
-	f in release.deny_contradiction with input as record(rs) with data.catalog as catalog
+	object.union(f, {"waivable": false}) in criteria.deny_contradiction with input as record(rs) with data.catalog as catalog
 
 	# the contradiction says it all; no second finding for the same escape
 	denies(rs) == {f}
@@ -159,7 +169,7 @@ test_deny_contradiction if {
 test_deny_contradiction_even_when_escape_expected if {
 	r := with_items(res("workload.compile", "blocked"), [item("runtime", "exit", "escaped")])
 	rs := replace(hardened, 3, r)
-	count(release.deny_contradiction) == 1 with input as record(rs) with data.catalog as catalog
+	count(criteria.deny_contradiction) == 1 with input as record(rs) with data.catalog as catalog
 }
 
 test_deny_blocked_workload if {
@@ -172,7 +182,7 @@ test_deny_unknown_probe if {
 	r := with_field(res("syscalls.bpf", "blocked"), "probe", "syscalls.made-up")
 	msg := "probe syscalls.made-up is not in the catalog (the record may be forged)"
 	f := {"criterion": "hardened-runtime", "probe": "syscalls.made-up", "msg": msg}
-	f in release.deny_unknown_probe with input as record(array.concat(hardened, [r])) with data.catalog as catalog
+	object.union(f, {"waivable": false}) in criteria.deny_unknown_probe with input as record(array.concat(hardened, [r])) with data.catalog as catalog
 }
 
 test_deny_unknown_probe_and_criterion_goes_to_integrity if {
@@ -199,7 +209,7 @@ test_deny_mismatch_expected if {
 	rs := replace(hardened, 1, r)
 	msg := `probe privilege.seccomp claims expected "escaped" but the catalog expects "blocked" for profile "high-risk-code" (the record may be forged)`
 	{"criterion": "hardened-runtime", "probe": "privilege.seccomp", "msg": msg} in denies(rs)
-	some f in release.deny_escaped with input as record(rs) with data.catalog as catalog
+	some f in criteria.deny_escaped with input as record(rs) with data.catalog as catalog
 	f.probe == "privilege.seccomp"
 }
 
@@ -235,7 +245,9 @@ test_no_dispute_when_host_confirms_escape if {
 test_hardened_passes if {
 	v := verdict(hardened)
 	v.pass
-	[g.status | some g in v.criteria] == ["pass", "pass", "pass"]
+	every g in v.criteria {
+		g.status == "pass"
+	}
 }
 
 test_criteria_in_catalog_order if {
@@ -243,9 +255,15 @@ test_criteria_in_catalog_order if {
 }
 
 test_no_results_is_not_tested_and_does_not_pass if {
+	v := release.verdict with input as object.union(record([]), {"sandboxes": []}) with data.catalog as catalog
+	not v.pass
+	grade_of(v, "no-host-mount") == {"id": "no-host-mount", "status": "not-tested", "reasons": ["no probe results"]}
+}
+
+test_no_results_with_views_does_not_pass if {
 	v := verdict([])
 	not v.pass
-	grade_of(v, "hardened-runtime") == {"id": "hardened-runtime", "status": "not-tested", "reasons": ["no probe results"]}
+	grade_of(v, "no-host-mount").status == "pass"
 }
 
 test_null_results_is_not_tested if {
@@ -260,15 +278,18 @@ test_not_applicable_is_ignored if {
 	"probe syscalls.bpf not applicable: d" in g.reasons
 }
 
-test_only_not_applicable_is_not_tested if {
+test_only_not_applicable_rests_on_the_view if {
 	rs := replace(hardened, 0, res("metadata.aws-imdsv1", "not-applicable"))
 	g := grade_of(verdict(rs), "no-ambient-cloud-identity")
-	g == {"id": "no-ambient-cloud-identity", "status": "not-tested", "reasons": ["probe metadata.aws-imdsv1 not applicable: d"]}
+	g == {"id": "no-ambient-cloud-identity", "status": "pass", "reasons": [
+		"sandbox shared has no credential-shaped environment variables (runtime view)",
+		"probe metadata.aws-imdsv1 not applicable: d",
+	]}
 }
 
 test_pass_reasons_cite_confirmation if {
 	g := grade_of(verdict(hardened), "no-ambient-cloud-identity")
-	g.reasons == ["probe metadata.aws-imdsv1 blocked as expected (confirmed by canary/metadata)"]
+	"probe metadata.aws-imdsv1 blocked as expected (confirmed by canary/metadata)" in g.reasons
 }
 
 test_unconfirmed_never_passes if {
@@ -290,7 +311,7 @@ test_fail_outranks_unconfirmed if {
 test_one_failure_fails_only_its_criterion if {
 	v := verdict(replace(hardened, 2, res("syscalls.bpf", "escaped")))
 	not v.pass
-	[g.status | some g in v.criteria] == ["pass", "fail", "pass"]
+	{g.id | some g in v.criteria; g.status != "pass"} == {"hardened-runtime"}
 }
 
 test_integrity_listed_only_when_needed if {
@@ -304,7 +325,7 @@ test_oom_kill_settles_an_inconclusive_probe if {
 		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",
 		"evidence": [{"source": "runtime", "kind": "oom-killed", "indicates": "blocked", "summary": "oom"}],
 	}
-	release.effective(r) == "blocked"
+	criteria.effective(r) == "blocked"
 }
 
 test_other_host_blocked_does_not_settle_inconclusive if {
@@ -312,5 +333,5 @@ test_other_host_blocked_does_not_settle_inconclusive if {
 		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",
 		"evidence": [{"source": "runtime", "kind": "seccomp", "indicates": "blocked", "summary": "s"}],
 	}
-	release.effective(r) == "inconclusive"
+	criteria.effective(r) == "inconclusive"
 }

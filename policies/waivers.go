@@ -1,0 +1,179 @@
+package policies
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// WaiverSchema identifies the waiver file format.
+const WaiverSchema = "sandcheck.dev/waivers/v1"
+
+// maxWaiverFile bounds a waiver file.
+const maxWaiverFile = 1 << 20
+
+// Waiver accepts one residual risk: findings against a criterion and/or a
+// probe (an ID glob) on one target, owned by someone, for a reason, until a
+// date. It excuses deny and unconfirmed findings, never a forged or
+// self-contradicting record.
+type Waiver struct {
+	Criterion string `yaml:"criterion"`
+	Probe     string `yaml:"probe"`
+	Target    string `yaml:"target"`
+	Owner     string `yaml:"owner"`
+	Reason    string `yaml:"reason"`
+	// Expires is a date (YYYY-MM-DD: the waiver holds through that day,
+	// UTC) or an RFC 3339 time (it holds until that instant).
+	Expires string `yaml:"expires"`
+
+	// ID is where the waiver is written: "file:line".
+	ID string `yaml:"-"`
+	// ExpiresAt is the instant the waiver stops applying.
+	ExpiresAt time.Time `yaml:"-"`
+}
+
+// WaiverError is one problem in a waiver file, at a line when known.
+type WaiverError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *WaiverError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// ErrInvalidWaiver is wrapped by every waiver validation failure.
+var ErrInvalidWaiver = errors.New("invalid waiver")
+
+// LoadWaivers reads and checks a waiver file.
+func LoadWaivers(path string) ([]Waiver, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading waivers: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxWaiverFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading waivers %s: %w", path, err)
+	}
+	if len(b) > maxWaiverFile {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalidWaiver, path, maxWaiverFile)
+	}
+	return ParseWaivers(path, b)
+}
+
+var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// ParseWaivers decodes and checks a waiver document; name is used in
+// errors and waiver IDs. Every required field (target, owner, reason,
+// expires, and criterion or probe) must be present.
+func ParseWaivers(name string, b []byte) ([]Waiver, error) {
+	var doc struct {
+		Schema  string   `yaml:"schema"`
+		Waivers []Waiver `yaml:"waivers"`
+	}
+	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, yamlError(name, err))
+	}
+	file, _ := parser.ParseBytes(b, 0)
+	line := func(path string) int {
+		p, err := yaml.PathString(path)
+		if err != nil || file == nil {
+			return 0
+		}
+		n, err := p.FilterFile(file)
+		if err != nil || n == nil || n.GetToken().Position == nil {
+			return 0
+		}
+		return n.GetToken().Position.Line
+	}
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, &WaiverError{File: name, Line: line(path), Msg: fmt.Sprintf(format, args...)})
+	}
+	if doc.Schema != WaiverSchema {
+		bad("$.schema", "schema must be %q, got %q", WaiverSchema, doc.Schema)
+	}
+	for i := range doc.Waivers {
+		w := &doc.Waivers[i]
+		at := fmt.Sprintf("$.waivers[%d]", i)
+		w.ID = fmt.Sprintf("%s:%d", name, line(at))
+		for _, f := range []struct{ field, val string }{{"target", w.Target}, {"owner", w.Owner}, {"reason", w.Reason}, {"expires", w.Expires}} {
+			if strings.TrimSpace(f.val) == "" {
+				bad(at, "waiver %d has no %s (target, owner, reason and expires are required)", i+1, f.field)
+			}
+		}
+		if w.Criterion == "" && w.Probe == "" {
+			bad(at, "waiver %d names neither a criterion nor a probe", i+1)
+		}
+		if w.Criterion != "" && !slices.Contains(probes.Criteria, w.Criterion) {
+			bad(at+".criterion", "criterion %q is not one of %v", w.Criterion, probes.Criteria)
+		}
+		if w.Expires != "" {
+			t, err := expiry(w.Expires)
+			if err != nil {
+				bad(at+".expires", "expires %q: %v", w.Expires, err)
+			}
+			w.ExpiresAt = t
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, errors.Join(errs...))
+	}
+	return doc.Waivers, nil
+}
+
+// expiry reads a date (valid through that day, UTC) or an RFC 3339 time.
+func expiry(s string) (time.Time, error) {
+	if datePattern.MatchString(s) {
+		d, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("parsing date: %w", err)
+		}
+		return d.AddDate(0, 0, 1), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, errors.New("want a date (2006-01-02) or an RFC 3339 time")
+	}
+	return t, nil
+}
+
+func yamlError(name string, err error) error {
+	var se yaml.Error
+	if errors.As(err, &se) {
+		if tk := se.GetToken(); tk != nil && tk.Position != nil {
+			return &WaiverError{File: name, Line: tk.Position.Line, Msg: se.GetMessage()}
+		}
+		return &WaiverError{File: name, Msg: se.GetMessage()}
+	}
+	return &WaiverError{File: name, Msg: err.Error()}
+}
+
+// waiverData is the waivers as the policy reads them (data.grading.waivers).
+func waiverData(ws []Waiver) []any {
+	out := make([]any, len(ws))
+	for i, w := range ws {
+		out[i] = map[string]any{
+			"id": w.ID, "criterion": w.Criterion, "probe": w.Probe, "target": w.Target,
+			"owner": w.Owner, "reason": w.Reason, "expires": w.Expires,
+			"expires_at": w.ExpiresAt.UTC().Format(time.RFC3339Nano),
+		}
+	}
+	return out
+}
