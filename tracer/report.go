@@ -77,10 +77,20 @@ type Tree struct {
 	Events []Event `json:"events,omitempty"`
 }
 
-// Report is what the tracer saw of one watched pid namespace.
+// Watch scopes.
+const (
+	// ScopeNamespace watches a pid namespace (and those nested in it).
+	ScopeNamespace = "pid-namespace"
+	// ScopeTree watches a process tree in the host's pid namespace.
+	ScopeTree = "process-tree"
+)
+
+// Report is what the tracer saw of one watched pid namespace or tree.
 type Report struct {
-	// NS is the pid namespace's inode.
+	// NS is the pid namespace's inode, or the root pid of a watched tree.
 	NS uint32 `json:"pid_ns"`
+	// Scope is ScopeNamespace or ScopeTree.
+	Scope string `json:"scope"`
 	// Partial is set when processes ran in the namespace before the watch
 	// began (their earlier doings are missing).
 	Partial bool `json:"partial,omitempty"`

@@ -32,7 +32,7 @@ func newTracer(t *testing.T) *Tracer {
 }
 
 // buildSysloop builds the static test workload once per test binary.
-func buildSysloop(t *testing.T) string {
+func buildSysloop(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "sysloop")
 	cmd := exec.Command("go", "build", "-o", out, "./testdata/sysloop")

@@ -25,6 +25,7 @@ type Options struct {
 type WatchOptions struct {
 	Partial     bool
 	SkipRunning bool
+	Tree        bool
 }
 
 // Tracer is not available on this platform.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,7 +17,9 @@ import (
 // Close stops watching and returns the final one.
 type Watch struct {
 	t       *Tracer
-	ns      uint32
+	ns      uint32 // the namespace's inode, or the root pid of a watched tree
+	scope   string
+	root    int
 	partial bool
 	lost0   Lost
 	argv    map[uint32][]string // roots seeded from /proc, their cmdline
@@ -32,6 +36,11 @@ type WatchOptions struct {
 	// SkipRunning leaves the processes already in the namespace unattributed
 	// (a launcher holding at a go-ahead): only what execs from now on counts.
 	SkipRunning bool
+	// Tree allows, when the process shares the tracer's pid namespace (as
+	// gVisor's sentry does here: runsc-sandbox runs in the host's), watching
+	// the process tree instead: the process, its descendants and whatever
+	// they fork from now on.
+	Tree bool
 }
 
 // Watch starts watching the pid namespace of host process pid (a container's
@@ -43,8 +52,13 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 	if err != nil {
 		return nil, err
 	}
+	scope := ScopeNamespace
 	if host, err := pidNS(os.Getpid()); err == nil && host == ns {
-		return nil, fmt.Errorf("watching pid %d: it shares the tracer's own pid namespace; only a separate one can be watched", pid)
+		if !opts.Tree {
+			return nil, fmt.Errorf("watching pid %d: it shares the tracer's own pid namespace; only a separate one can be watched", pid)
+		}
+		// Namespace inodes are far above any pid, so the pid is a free key.
+		scope, ns = ScopeTree, uint32(pid)
 	}
 	t.mu.Lock()
 	if t.closed {
@@ -55,15 +69,17 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("watching pid namespace %d: already watched", ns)
 	}
-	w := &Watch{t: t, ns: ns, partial: opts.Partial, argv: map[uint32][]string{}}
+	w := &Watch{t: t, ns: ns, scope: scope, root: pid, partial: opts.Partial, argv: map[uint32][]string{}}
 	t.watches[ns] = w
 	t.mu.Unlock()
 	if w.lost0, err = t.Lost(); err != nil {
 		return nil, errors.Join(err, w.forget())
 	}
-	one := uint32(1)
-	if err := t.objs.Sandboxes.Put(ns, one); err != nil {
-		return nil, errors.Join(fmt.Errorf("registering pid namespace %d: %w", ns, err), w.forget())
+	if scope == ScopeNamespace {
+		one := uint32(1)
+		if err := t.objs.Sandboxes.Put(ns, one); err != nil {
+			return nil, errors.Join(fmt.Errorf("registering pid namespace %d: %w", ns, err), w.forget())
+		}
 	}
 	if !opts.SkipRunning {
 		if err := w.seed(); err != nil {
@@ -76,20 +92,27 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 // NS is the watched pid namespace's inode.
 func (w *Watch) NS() uint32 { return w.ns }
 
-// seed attributes the processes already in the namespace.
+// seed attributes the processes already in the namespace or tree.
 func (w *Watch) seed() error {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return fmt.Errorf("listing processes: %w", err)
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	var pids []int
+	if w.scope == ScopeTree {
+		pids = descendants(w.root)
+	} else {
+		ents, err := os.ReadDir("/proc")
 		if err != nil {
-			continue
+			return fmt.Errorf("listing processes: %w", err)
 		}
-		if ns, err := pidNS(pid); err != nil || ns != w.ns {
-			continue
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if ns, err := pidNS(pid); err == nil && ns == w.ns {
+				pids = append(pids, pid)
+			}
 		}
+	}
+	for _, pid := range pids {
 		info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid)}
 		if err := w.t.objs.Tasks.Put(uint32(pid), &info); err != nil {
 			return fmt.Errorf("attributing process %d: %w", pid, err)
@@ -125,7 +148,7 @@ func (w *Watch) Report() (*Report, error) {
 	}
 	w.t.mu.Lock()
 	defer w.t.mu.Unlock()
-	r := &Report{NS: w.ns, Partial: w.partial, Trees: map[uint32]*Tree{}, Lost: lost.sub(w.lost0)}
+	r := &Report{NS: w.ns, Scope: w.scope, Partial: w.partial, Trees: map[uint32]*Tree{}, Lost: lost.sub(w.lost0)}
 	r.Lost.Capped = w.capped
 	tree := func(root uint32) *Tree {
 		t := r.Trees[root]
@@ -188,8 +211,10 @@ func (w *Watch) Close() (*Report, error) {
 	}
 	w.closed = true
 	var errs []error
-	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
-		errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
+	if w.scope == ScopeNamespace {
+		if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
+			errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
+		}
 	}
 	r, err := w.Report()
 	errs = append(errs, err)
@@ -237,4 +262,25 @@ func pidNS(pid int) (uint32, error) {
 		return 0, fmt.Errorf("reading the pid namespace of process %d: %w", pid, err)
 	}
 	return uint32(n), nil
+}
+
+// descendants lists pid and every process below it, from each thread's
+// children list.
+func descendants(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out) && i < 4096; i++ {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", out[i]))
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			for _, c := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(c); err == nil && !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -6,7 +6,10 @@
 //	                   unshare(0) x1: under a seccomp filter (see "seccomp")
 //	                   acct answers EPERM
 //	sysloop seccomp    installs a filter answering EPERM to acct, then "known"
-//	sysloop loop N     N getppid calls, for the overhead benchmark
+//	sysloop loop N     N getppid calls, for the overhead benchmark; prints
+//	                   the loop's nanoseconds
+//	sysloop io N       N 4 KiB reads of /dev/zero, each written to /dev/null
+//	                   (2N syscalls); prints the loop's nanoseconds
 //	sysloop wait MODE  waits for a line on stdin (a go-ahead), then execs
 //	                   itself as "sysloop MODE"
 //
@@ -19,6 +22,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
@@ -49,9 +53,26 @@ func main() {
 		known()
 	case "loop":
 		n, _ := strconv.Atoi(os.Args[2])
+		t0 := time.Now()
 		for range n {
 			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
 		}
+		fmt.Println(time.Since(t0).Nanoseconds())
+	case "io":
+		n, _ := strconv.Atoi(os.Args[2])
+		in, err1 := unix.Open("/dev/zero", unix.O_RDONLY, 0)
+		out, err2 := unix.Open("/dev/null", unix.O_WRONLY, 0)
+		if err1 != nil || err2 != nil {
+			fmt.Fprintln(os.Stderr, "open:", err1, err2)
+			os.Exit(1)
+		}
+		buf := make([]byte, 4096)
+		t0 := time.Now()
+		for range n {
+			unix.Read(in, buf)
+			unix.Write(out, buf)
+		}
+		fmt.Println(time.Since(t0).Nanoseconds())
 	}
 }
 
