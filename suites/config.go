@@ -16,6 +16,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -44,6 +45,26 @@ type Config struct {
 	// Selected are the probes the run will carry out (set by Run from Probes
 	// and LabelFilter); task-mode batches hold exactly these.
 	Selected []probes.Spec
+	// PolicyPaths are user policies (folders or OPA bundles) graded with the
+	// embedded release criteria (see policies.WithPolicies).
+	PolicyPaths []string
+	// Waivers is a waiver file ("" = none).
+	Waivers string
+}
+
+// NewGrader builds the release grader a run with this configuration uses:
+// the embedded criteria, the user policies and the waivers. Errors name the
+// file and line at fault.
+func (c Config) NewGrader() (*policies.Grader, error) {
+	opts := []policies.Option{policies.WithPolicies(c.PolicyPaths...)}
+	if c.Waivers != "" {
+		ws, err := policies.LoadWaivers(c.Waivers)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, policies.WithWaivers(ws))
+	}
+	return policies.New(opts...)
 }
 
 // active is the configuration the specs run with; set by Run (CLI) or by the

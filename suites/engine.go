@@ -136,7 +136,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
 	}
 	e.honey = newHoney(runID)
-	if e.grader, err = policies.New(); err != nil {
+	if e.grader, err = cfg.NewGrader(); err != nil {
 		return nil, fmt.Errorf("loading release policy: %w", err)
 	}
 	return e, nil

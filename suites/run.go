@@ -11,7 +11,6 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/reports"
 )
 
@@ -26,7 +25,7 @@ func finish(ctx context.Context, e *Engine) (*Outcome, error) {
 	defer e.CloseStream()
 	rec := e.Finish(ctx)
 	o := &Outcome{Record: rec, HarnessErrors: rec.Errors}
-	rec.Tool.PolicyVersion = policies.Version
+	rec.Tool.PolicyVersion = e.grader.Version()
 	v, err := e.grader.Grade(ctx, rec)
 	if err != nil {
 		return o, fmt.Errorf("grading: %w", err)

@@ -22,6 +22,7 @@ func runCmd() *cobra.Command {
 		quiet    bool
 		logLevel string
 		timeout  time.Duration
+		failWarn bool
 	)
 	c := &cobra.Command{
 		Use:   "run --target FILE --out DIR",
@@ -30,14 +31,22 @@ func runCmd() *cobra.Command {
 inside them, joins what the host observed, grades the record with the release
 policy and writes evidence.jsonl, run.json, junit.xml and summary.md to --out.
 
+--policy adds user policies (a folder of Rego and data, or an OPA bundle) to
+the release criteria; --waivers applies a waiver file. Both are checked before
+anything starts.
+
 Exit codes: 0 every release criterion holds; 1 a criterion fails or could not
-be confirmed; 2 the harness could not do its job.`,
+be confirmed (or, with --fail-on-warn, the verdict carries warnings); 2 the
+harness could not do its job, or a policy or waiver file is malformed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.TargetPath == "" {
 				return harness(errors.New("--target is required"))
 			}
 			if _, err := targets.Load(cfg.TargetPath); err != nil {
+				return harness(err)
+			}
+			if _, err := cfg.NewGrader(); err != nil {
 				return harness(err)
 			}
 			if os.Geteuid() != 0 {
@@ -56,7 +65,7 @@ be confirmed; 2 the harness could not do its job.`,
 			if err != nil {
 				return harness(err)
 			}
-			return conclude(cmd.OutOrStdout(), o)
+			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)
 		},
 	}
 	f := c.Flags()
@@ -71,41 +80,65 @@ be confirmed; 2 the harness could not do its job.`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the summary")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
 	return c
 }
 
-// conclude prints the verdict and turns it into the exit code.
-func conclude(w io.Writer, o *suites.Outcome) error {
+// conclude prints the verdict and turns it into the exit code: 2 when the
+// harness could not complete the run, 1 when the verdict fails (or carries
+// warnings and failOnWarn is set), 0 otherwise. `sandcheck policy eval`
+// concludes the same way.
+func conclude(w, errw io.Writer, o *suites.Outcome, failOnWarn bool) error {
 	rec := o.Record
 	if rec != nil && rec.Verdict != nil {
-		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
-		for _, c := range rec.Verdict.Criteria {
-			fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
-			if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed {
-				for _, r := range c.Reasons {
-					fmt.Fprintf(w, "               - %s\n", r)
-				}
-			}
-		}
-		fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
-			rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)
+		printVerdict(w, rec)
 		for _, p := range o.Reports {
 			fmt.Fprintf(w, "  wrote %s\n", p)
 		}
 	}
 	if len(o.HarnessErrors) > 0 {
 		for _, e := range o.HarnessErrors {
-			fmt.Fprintf(os.Stderr, "sandcheck: harness: %s\n", e)
+			fmt.Fprintf(errw, "sandcheck: harness: %s\n", e)
 		}
 		return &exitError{code: exitHarness, err: fmt.Errorf("the harness could not complete the run (%d errors); evidence gathered so far is in the output folder", len(o.HarnessErrors))}
 	}
 	if rec == nil || rec.Verdict == nil {
 		return harness(errors.New("the run produced no verdict"))
 	}
-	if !rec.Verdict.Pass {
+	switch {
+	case !rec.Verdict.Pass:
 		fmt.Fprintln(w, "verdict: FAIL")
+		return &exitError{code: exitFail, err: nil}
+	case failOnWarn && len(rec.Verdict.Warnings) > 0:
+		fmt.Fprintf(w, "verdict: FAIL (%d warnings, --fail-on-warn)\n", len(rec.Verdict.Warnings))
 		return &exitError{code: exitFail, err: nil}
 	}
 	fmt.Fprintln(w, "verdict: PASS")
 	return nil
+}
+
+// printVerdict shows each criterion, the reasons of those that did not
+// pass, the waivers and the warnings.
+func printVerdict(w io.Writer, rec *evidence.Record) {
+	v := rec.Verdict
+	fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+	for _, c := range v.Criteria {
+		fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
+		if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed || c.Status == evidence.StatusWaived {
+			for _, r := range c.Reasons {
+				fmt.Fprintf(w, "               - %s\n", r)
+			}
+		}
+	}
+	fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
+		rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)
+	for _, u := range v.Waivers {
+		fmt.Fprintf(w, "  waiver %s applied (owner %s, expires %s, %d findings): %s\n", u.ID, u.Owner, u.Expires, len(u.Waived), u.Reason)
+	}
+	for _, u := range v.ExpiredWaivers {
+		fmt.Fprintf(w, "  waiver %s expired on %s (owner %s): it no longer applies\n", u.ID, u.Expires, u.Owner)
+	}
+	for _, m := range v.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", m)
+	}
 }
