@@ -26,4 +26,3 @@ func loadRun(t testing.TB, name string) *evidence.Record {
 	}
 	return rec
 }
-

@@ -145,4 +145,3 @@ func policySchemaCmd() *cobra.Command {
 		},
 	}
 }
-
