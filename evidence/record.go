@@ -39,6 +39,9 @@ type Record struct {
 	Sandboxes  []Sandbox `json:"sandboxes"`
 	Results    []Result  `json:"results"`
 	Errors     []string  `json:"errors,omitempty"`
+	// Tracer is the eBPF tracer's view of the run (nil for records from
+	// before it existed).
+	Tracer *Tracer `json:"tracer,omitempty"`
 	// NetworkLeftovers is what the host's check found of the harness network
 	// after it was removed (empty: nothing survived).
 	NetworkLeftovers []string `json:"network_leftovers,omitempty"`
@@ -177,4 +180,49 @@ type Criterion struct {
 	ID      string   `json:"id"`
 	Status  string   `json:"status"`
 	Reasons []string `json:"reasons"`
+}
+
+// Tracer statuses.
+const (
+	TracerOn          = "on"
+	TracerPartial     = "partial" // some sandboxes ran before the tracer watched them
+	TracerUnavailable = "unavailable"
+	TracerOff         = "off"
+)
+
+// Tracer is what the host kernel's eBPF tracer saw of the run, or why it
+// could not look.
+type Tracer struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Runtime is the sandboxes' runtime, so that surfaces compare per runtime.
+	Runtime string `json:"runtime"`
+	// HostSyscalls is the host kernel surface: the distinct syscalls the
+	// sandboxes' processes (for gVisor, the sentry's) made on the host.
+	HostSyscalls []string `json:"host_syscalls"`
+	// Sandboxes are the per-sandbox counts.
+	Sandboxes []TracedSandbox `json:"sandboxes,omitempty"`
+	// Lost counts events, processes and counts the tracer could not record;
+	// any loss makes the tracer's view incomplete.
+	Lost map[string]uint64 `json:"lost,omitempty"`
+}
+
+// TracedSandbox is the tracer's view of one sandbox.
+type TracedSandbox struct {
+	ID string `json:"id"`
+	// Scope is how processes were attributed: pid-namespace or process-tree.
+	Scope   string `json:"scope"`
+	Partial bool   `json:"partial,omitempty"`
+	// Syscalls are the counts by syscall name.
+	Syscalls map[string]SyscallCount `json:"syscalls"`
+}
+
+// SyscallCount is how often the kernel saw one syscall return, and how.
+type SyscallCount struct {
+	Calls    uint64 `json:"calls"`
+	OK       uint64 `json:"ok"`
+	EPERM    uint64 `json:"eperm,omitempty"`
+	EACCES   uint64 `json:"eacces,omitempty"`
+	ENOSYS   uint64 `json:"enosys,omitempty"`
+	OtherErr uint64 `json:"other_errors,omitempty"`
 }

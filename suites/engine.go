@@ -39,6 +39,7 @@ type Engine struct {
 	probes string // host folder holding only the probe binary
 	honey  *honey
 	grader *policies.Grader
+	trace  *runTrace // the eBPF tracer's part of the run (suites/trace.go)
 
 	mu       sync.Mutex
 	rec      *evidence.Record
@@ -136,6 +137,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
 	}
 	e.honey = newHoney(runID)
+	e.trace = openTrace(e.log, e.rec)
 	if e.grader, err = cfg.NewGrader(); err != nil {
 		return nil, fmt.Errorf("loading release policy: %w", err)
 	}
@@ -381,6 +383,7 @@ func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, t
 	res.Outcome, res.Detail = self.Outcome, self.Detail
 	res.Evidence = append(res.Evidence, self.Items...)
 	res.Evidence = append(res.Evidence, e.hostEvidence(spec, token, s, self)...)
+	res.Evidence = append(res.Evidence, e.trace.evidence(spec, token, s, e.canaryIPs())...)
 }
 
 // probeArgv is the probe binary's command line for one invocation.
@@ -419,6 +422,7 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
 	}
 	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
+	e.trace.watch(ctx, s, command != nil)
 	if in, ok := sb.(runners.Inspector); ok && command == nil {
 		if v, err := in.Inspect(ctx); err != nil {
 			e.log.Warn("inspect", "sandbox", sb.ID(), "err", err)
@@ -461,6 +465,7 @@ func (e *Engine) closeSandbox(s *sandbox) {
 	if err := s.sb.Close(ctx); err != nil {
 		e.harnessError(fmt.Errorf("closing sandbox %s: %w", s.sb.ID(), err))
 	}
+	e.trace.unwatch(s)
 	var left []string
 	if tv, ok := s.sb.(runners.TeardownVerifier); ok {
 		var err error
@@ -508,6 +513,7 @@ func (e *Engine) Close(ctx context.Context) {
 	if e.honey != nil {
 		e.honey.remove(e.log)
 	}
+	e.trace.close()
 	if e.runDir != "" {
 		if err := os.RemoveAll(e.runDir); err != nil {
 			e.log.Warn("removing run folder", "dir", e.runDir, "err", err)

@@ -23,6 +23,7 @@ func runCmd() *cobra.Command {
 		logLevel string
 		timeout  time.Duration
 		failWarn bool
+		trace    bool
 	)
 	c := &cobra.Command{
 		Use:   "run --target FILE --out DIR",
@@ -58,6 +59,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			cfg.StartedBy, cfg.Version = suites.StartedBy(), version
+			suites.SetTracing(trace)
 			if cfg.ProbeBinary == "" {
 				cfg.ProbeBinary = suites.DefaultProbeBinary()
 			}
@@ -80,6 +82,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the summary")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
 	return c
 }
