@@ -190,7 +190,9 @@ waivers:
 	if len(v.Waivers) != 1 || v.Waivers[0].ID != "w.yaml:3" || len(v.Waivers[0].Waived) == 0 {
 		t.Errorf("applied waivers %+v", v.Waivers)
 	}
-	if !slices.ContainsFunc(v.Warnings, func(s string) bool { return strings.Contains(s, "w.yaml:3") && strings.Contains(s, "expires on 2030-06-30") }) {
+	if !slices.ContainsFunc(v.Warnings, func(s string) bool {
+		return strings.Contains(s, "w.yaml:3") && strings.Contains(s, "expires on 2030-06-30")
+	}) {
 		t.Errorf("no warning that the waiver expires soon: %q", v.Warnings)
 	}
 

@@ -15,6 +15,7 @@ unconfirmed_image_digest contains finding("immutable-approved-base", "", msg) if
 }
 
 deny_image_drift contains finding("immutable-approved-base", "", msg) if {
+	regex.match(digest_pattern, run_image)
 	some v in views
 	known_fact(v.view, "image_digest")
 	got := object.get(v.view, "image_digest", "")
