@@ -60,7 +60,7 @@ bench: setup build images ## run the hardened references through the CLI; prints
 # generate-check needs clang; without it the committed BPF objects are used
 # as they are (CI installs clang, so CI checks them).
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
-lint: fmt-check vet docs-check $(if $(HAVE_CLANG),generate-check) ## gofmt, go vet, generated-docs drift and (with clang) BPF drift
+lint: fmt-check vet rego-check docs-check $(if $(HAVE_CLANG),generate-check) ## gofmt, go vet, Rego lint, generated-docs drift and (with clang) BPF drift
 
 fmt-check: ## fail listing the Go files gofmt would change
 	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)
@@ -72,6 +72,9 @@ fmt-check: ## fail listing the Go files gofmt would change
 
 vet: ## go vet ./...
 	$(GO) vet ./...
+
+rego-check: ## the Rego as `opa check --strict` and `opa fmt` want it (policies/rego)
+	$(GO) test -count=1 -run '^TestRego(Strict|Formatted)$$' ./policies/
 
 script-test: ## test scripts/setup.sh (daemon.json merge, manual branch)
 	@bash scripts/test-setup.sh
