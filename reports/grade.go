@@ -48,8 +48,8 @@ type citation struct {
 	reason string
 }
 
-// citations returns the verdict's reasons about probe id from failed or
-// unconfirmed criteria. The policy starts every such reason with
+// citations returns the verdict's reasons about probe id from failed,
+// unconfirmed or waived criteria. The policy starts every such reason with
 // "probe <id> ".
 func citations(v *evidence.Verdict, id string) []citation {
 	if v == nil {
@@ -58,7 +58,7 @@ func citations(v *evidence.Verdict, id string) []citation {
 	prefix := "probe " + id + " "
 	var out []citation
 	for _, c := range v.Criteria {
-		if c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
+		if c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed && c.Status != evidence.StatusWaived {
 			continue
 		}
 		for _, r := range c.Reasons {
@@ -91,6 +91,10 @@ func classify(v *evidence.Verdict, r evidence.Result) (state, string, []citation
 	}
 	if msg, ok := first(evidence.StatusFail); ok {
 		return stateFail, msg, cites
+	}
+	// A waived finding is accepted residual risk: shown, not failed.
+	if msg, ok := first(evidence.StatusWaived); ok {
+		return stateSkipped, msg, cites
 	}
 	if eff.Conclusive() && eff != r.Expected {
 		return stateFail, fmt.Sprintf("%s (expected %s)", eff, r.Expected), cites

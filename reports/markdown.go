@@ -30,6 +30,7 @@ func (Markdown) Write(w io.Writer, rec *evidence.Record) error {
 	var b bytes.Buffer
 	mdHeader(&b, rec)
 	mdCriteria(&b, rec.Verdict)
+	mdWaivers(&b, rec.Verdict)
 	mdResults(&b, rec)
 	mdTiming(&b, rec)
 	mdErrors(&b, rec.Errors)
@@ -74,9 +75,16 @@ func verdictLine(v *evidence.Verdict) string {
 	if v.Pass {
 		word = "PASS"
 	}
-	return fmt.Sprintf("**Verdict: %s** (%d criteria: %d pass, %d fail, %d unconfirmed, %d not tested)",
+	line := fmt.Sprintf("**Verdict: %s** (%d criteria: %d pass, %d fail, %d unconfirmed, %d not tested",
 		word, len(v.Criteria), n[evidence.StatusPass], n[evidence.StatusFail],
 		n[evidence.StatusUnconfirmed], n[evidence.StatusNotTested])
+	if n[evidence.StatusWaived] > 0 {
+		line += fmt.Sprintf(", %d waived", n[evidence.StatusWaived])
+	}
+	if len(v.Warnings) > 0 {
+		line += fmt.Sprintf("; %d warnings", len(v.Warnings))
+	}
+	return line + ")"
 }
 
 // statusWord shows a status; fail and unconfirmed stand out.
@@ -88,7 +96,7 @@ func statusWord(s string) string {
 		return "**unconfirmed**"
 	case string(stateError):
 		return "**error**"
-	case evidence.StatusPass, evidence.StatusNotTested, string(statePass), string(stateSkipped):
+	case evidence.StatusPass, evidence.StatusNotTested, evidence.StatusWaived, string(statePass), string(stateSkipped):
 		return s
 	}
 	return cell(s)
@@ -107,6 +115,34 @@ func mdCriteria(b *bytes.Buffer, v *evidence.Verdict) {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", cell(c.ID), statusWord(c.Status), strings.Join(rs, "<br>"))
 	}
 	b.WriteString("\n")
+}
+
+// mdWaivers lists every applied and expired waiver and the warnings, so the
+// accepted residual risk is in the summary, not only in run.json.
+func mdWaivers(b *bytes.Buffer, v *evidence.Verdict) {
+	if v == nil {
+		return
+	}
+	table := func(title string, ws []evidence.WaiverUse) {
+		if len(ws) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "## %s\n\n| Waiver | Criterion | Probe | Target | Owner | Expires | Reason | Waived |\n| --- | --- | --- | --- | --- | --- | --- | ---: |\n", title)
+		for _, w := range ws {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", cell(w.ID), cell(w.Criterion), cell(w.Probe),
+				cell(w.Target), cell(w.Owner), cell(w.Expires), cell(w.Reason), len(w.Waived))
+		}
+		b.WriteString("\n")
+	}
+	table("Applied waivers", v.Waivers)
+	table("Expired waivers (no longer applied)", v.ExpiredWaivers)
+	if len(v.Warnings) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, w := range v.Warnings {
+			fmt.Fprintf(b, "- %s\n", code(w, false))
+		}
+		b.WriteString("\n")
+	}
 }
 
 func mdResults(b *bytes.Buffer, rec *evidence.Record) {
