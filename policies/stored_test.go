@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -366,4 +367,46 @@ func BenchmarkGradeStoredRun(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Every JSON field of evidence.Record (verdict aside) is in the schema, so
+// a field added to the record without the schema fails here.
+func TestSchemaNamesEveryRecordField(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(RunSchema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	defs, _ := doc["$defs"].(map[string]any)
+	var walk func(path string, typ reflect.Type, node map[string]any)
+	walk = func(path string, typ reflect.Type, node map[string]any) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+			if items, ok := node["items"].(map[string]any); ok {
+				node = items
+			} else if ap, ok := node["additionalProperties"].(map[string]any); ok {
+				node = ap
+			}
+		}
+		if ref, ok := node["$ref"].(string); ok {
+			node, _ = defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+		}
+		if typ.Kind() != reflect.Struct || typ == reflect.TypeOf(time.Time{}) {
+			return
+		}
+		props, _ := node["properties"].(map[string]any)
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" || name == "verdict" {
+				continue
+			}
+			sub, ok := props[name].(map[string]any)
+			if !ok {
+				t.Errorf("schema lacks %s.%s", path, name)
+				continue
+			}
+			walk(path+"."+name, f.Type, sub)
+		}
+	}
+	walk("$", reflect.TypeOf(evidence.Record{}), doc)
 }

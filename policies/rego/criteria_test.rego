@@ -159,3 +159,9 @@ test_usability_not_tested_warns if {
 	v := release.verdict with input as hardened with data.catalog as catalog
 	"criterion usability was not tested: no probe results" in v.warnings
 }
+
+test_verified_teardown_network if {
+	g := grade(object.union(hardened, {"network_leftovers": ["bridge br-1234"]}), "verified-teardown")
+	g.status == "fail"
+	"the harness network left bridge br-1234 behind after teardown (teardown check)" in g.reasons
+}

@@ -28,3 +28,15 @@ pass_teardown contains finding("verified-teardown", "", msg) if {
 	count(leftovers(s)) == 0
 	msg := sprintf("sandbox %s: the teardown check found nothing left", [s.name])
 }
+
+deny_network_leftover contains finding("verified-teardown", "", msg) if {
+	some l in list(object.get(input, "network_leftovers", []))
+	not check_failed(l)
+	msg := sprintf("the harness network left %s behind after teardown (teardown check)", [l])
+}
+
+unconfirmed_network_teardown contains finding("verified-teardown", "", msg) if {
+	some l in list(object.get(input, "network_leftovers", []))
+	check_failed(l)
+	msg := sprintf("harness network: %s", [l])
+}
