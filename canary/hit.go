@@ -10,6 +10,14 @@ const (
 	ServiceAWS   = "aws-imds"
 	ServiceGCP   = "gcp-metadata"
 	ServiceAzure = "azure-imds"
+	// ServiceDNS is the DNS canary: Method is the query type, Path the
+	// queried name, Status the DNS response code.
+	ServiceDNS = "dns"
+	// ServiceTCP and ServiceUDP are the plain sinks on harness-owned
+	// "outside" addresses; ServiceHTTP is a sink connection that spoke HTTP.
+	ServiceTCP  = "tcp-sink"
+	ServiceUDP  = "udp-sink"
+	ServiceHTTP = "http-sink"
 )
 
 // Hit is one request a canary received. Every field except Time, Service and
@@ -25,6 +33,11 @@ type Hit struct {
 	// Remote is the peer's host:port as the host saw it, not as the
 	// request claims (X-Forwarded-For is ignored).
 	Remote string `json:"remote"`
+	// Local is the harness address:port the hit arrived on, so a run can
+	// show that every destination it saw is one the harness owns.
+	Local string `json:"local,omitempty"`
+	// Transport is "tcp" or "udp" where a canary serves both.
+	Transport string `json:"transport,omitempty"`
 	// Token and Probe attribute the hit to one probe invocation; empty when
 	// the request carried no well-formed attribution.
 	Token string `json:"token,omitempty"`

@@ -3,6 +3,7 @@ package canary
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -112,6 +113,7 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method:  clip(r.Method),
 		Path:    clip(r.URL.RequestURI()),
 		Remote:  r.RemoteAddr,
+		Local:   localAddr(r),
 		Token:   token,
 		Probe:   probe,
 		Agent:   clip(r.UserAgent()),
@@ -146,4 +148,12 @@ func tooLarge(r *http.Request) bool {
 // services refuse those to blunt SSRF, and so do we.
 func forwarded(r *http.Request) bool {
 	return r.Header.Get("X-Forwarded-For") != ""
+}
+
+// localAddr is the address the request arrived on, as the server saw it.
+func localAddr(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a.String()
+	}
+	return ""
 }
