@@ -23,13 +23,16 @@ func (n *Network) Close(ctx context.Context) error {
 	}
 	n.closed = true
 	var errs []error
+	if err := n.stopCanaries(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping canaries: %w", err))
+	}
 	if n.srv != nil {
 		if err := n.srv.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping metadata canary: %w", err))
 		}
 	}
 	if n.addrDone {
-		if err := delMetadataAddr(n.bridge); err != nil {
+		if err := delHostAddrs(n.bridge, hostAddrs()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -56,8 +59,8 @@ func (n *Network) Close(ctx context.Context) error {
 }
 
 // Leftovers lists what of the network still exists on the host: the Docker
-// network, the bridge, the metadata address on any link, iptables rules
-// naming the bridge, a listener on the metadata address. After Close it
+// network, the bridge, the metadata or outside addresses on any link,
+// iptables rules naming the bridge, a listener on any harness address. After Close it
 // must be empty; it is the teardown evidence for the run record.
 func (n *Network) Leftovers(ctx context.Context) ([]string, error) {
 	var out []string
@@ -89,19 +92,19 @@ func (n *Network) Leftovers(ctx context.Context) ([]string, error) {
 			out = append(out, "iptables rule "+r.String())
 		}
 	}
-	links, err := linksHoldingMetadata()
+	held, err := linksHolding(hostAddrs())
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, l := range links {
-		out = append(out, fmt.Sprintf("address %s on %s", metadataIP, l))
+	out = append(out, held...)
+	owned := hostAddrs()
+	if n.plan.Gateway.IsValid() {
+		owned = append(owned, n.plan.Gateway)
 	}
-	listening, err := metadataListening()
+	listeners, err := harnessListeners(owned)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if listening {
-		out = append(out, "listener on "+n.MetadataAddr())
-	}
+	out = append(out, listeners...)
 	return out, errors.Join(errs...)
 }

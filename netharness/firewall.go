@@ -2,6 +2,7 @@ package netharness
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,15 +29,16 @@ func forwardRules(bridge string) []rule {
 }
 
 // inputRules let packets from the bridge reach only the harness's own
-// addresses on the host (the metadata canary and the gateway, where the DNS
-// canary will listen); everything else the host listens on stays out of the
-// sandbox's reach. Order matters: the accepts precede the drop.
+// addresses on the host (the metadata canary, the outside addresses with
+// their sinks and second resolver, and the gateway with the DNS canary);
+// everything else the host listens on stays out of the sandbox's reach.
+// Order matters: the accepts precede the drop.
 func inputRules(bridge, gateway string) []rule {
-	return []rule{
-		{"INPUT", []string{"-i", bridge, "-d", metadataIP.String() + "/32", "-j", "ACCEPT"}},
-		{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-j", "ACCEPT"}},
-		{"INPUT", []string{"-i", bridge, "-j", "DROP"}},
+	var rules []rule
+	for _, a := range append(hostAddrs(), netip.MustParseAddr(gateway)) {
+		rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", a.String() + "/32", "-j", "ACCEPT"}})
 	}
+	return append(rules, rule{"INPUT", []string{"-i", bridge, "-j", "DROP"}})
 }
 
 // bridgePattern matches the names of harness bridges.

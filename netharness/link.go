@@ -6,34 +6,40 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// metadataNet is the metadata address as a host route: /32, so holding it
-// adds no subnet route and diverts nothing else.
-func metadataNet() *netlink.Addr {
-	return &netlink.Addr{IPNet: &net.IPNet{IP: metadataIP.AsSlice(), Mask: net.CIDRMask(32, 32)}}
+// hostNet is one harness address as a host route: /32, so holding it adds
+// no subnet route and diverts nothing else.
+func hostNet(a netip.Addr) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(32, 32)}}
 }
 
-// addMetadataAddr puts 169.254.169.254/32 on the bridge, making it a local
+// addHostAddrs puts each address as a /32 on the bridge, making it a local
 // address of the host that containers on the bridge reach through INPUT.
-func addMetadataAddr(bridge string) error {
+func addHostAddrs(bridge string, addrs []netip.Addr) error {
 	l, err := netlink.LinkByName(bridge)
 	if err != nil {
 		return fmt.Errorf("finding bridge %s: %w", bridge, err)
 	}
-	if err := netlink.AddrAdd(l, metadataNet()); err != nil {
-		return fmt.Errorf("adding %s to %s: %w", metadataIP, bridge, err)
+	for _, a := range addrs {
+		if err := netlink.AddrAdd(l, hostNet(a)); err != nil {
+			return fmt.Errorf("adding %s to %s: %w", a, bridge, err)
+		}
 	}
 	return nil
 }
 
-// delMetadataAddr removes the address again; a bridge already gone is fine.
-func delMetadataAddr(bridge string) error {
+// delHostAddrs removes the addresses again; a bridge or address already
+// gone is fine.
+func delHostAddrs(bridge string, addrs []netip.Addr) error {
 	l, err := netlink.LinkByName(bridge)
 	if errors.As(err, &netlink.LinkNotFoundError{}) {
 		return nil
@@ -41,10 +47,13 @@ func delMetadataAddr(bridge string) error {
 	if err != nil {
 		return fmt.Errorf("finding bridge %s: %w", bridge, err)
 	}
-	if err := netlink.AddrDel(l, metadataNet()); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
-		return fmt.Errorf("removing %s from %s: %w", metadataIP, bridge, err)
+	var errs []error
+	for _, a := range addrs {
+		if err := netlink.AddrDel(l, hostNet(a)); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			errs = append(errs, fmt.Errorf("removing %s from %s: %w", a, bridge, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // disableIPv6 turns IPv6 off on the bridge: the network is IPv4 only, and a
@@ -75,19 +84,31 @@ func linkExists(name string) (bool, error) {
 
 // linksHoldingMetadata names the links that carry 169.254.169.254.
 func linksHoldingMetadata() ([]string, error) {
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
+	held, err := linksHolding([]netip.Addr{metadataIP})
+	for i, h := range held {
+		held[i] = strings.TrimPrefix(h, "address "+metadataIP.String()+" on ")
+	}
+	return held, err
+}
+
+// linksHolding describes, as "address A on LINK", every link carrying one
+// of addrs.
+func linksHolding(addrs []netip.Addr) ([]string, error) {
+	all, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses: %w", err)
 	}
 	var out []string
-	for _, a := range addrs {
-		if a.IP.Equal(metadataIP.AsSlice()) {
-			name := fmt.Sprint(a.LinkIndex)
-			if l, err := netlink.LinkByIndex(a.LinkIndex); err == nil {
-				name = l.Attrs().Name
-			}
-			out = append(out, name)
+	for _, a := range all {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || !slices.Contains(addrs, ip.Unmap()) {
+			continue
 		}
+		name := fmt.Sprint(a.LinkIndex)
+		if l, err := netlink.LinkByIndex(a.LinkIndex); err == nil {
+			name = l.Attrs().Name
+		}
+		out = append(out, fmt.Sprintf("address %s on %s", ip.Unmap(), name))
 	}
 	return out, nil
 }
@@ -103,6 +124,55 @@ func metadataListening() (bool, error) {
 	}
 	defer f.Close()
 	return listensOn(f)
+}
+
+// harnessListeners describes every TCP listener and UDP socket bound to
+// one of addrs, from /proc/net/tcp and /proc/net/udp (never by connecting).
+func harnessListeners(addrs []netip.Addr) ([]string, error) {
+	var out []string
+	for _, proto := range []string{"tcp", "udp"} {
+		f, err := os.Open("/proc/net/" + proto)
+		if err != nil {
+			return out, fmt.Errorf("reading /proc/net/%s: %w", proto, err)
+		}
+		found, err := boundTo(f, addrs, proto == "tcp")
+		f.Close()
+		if err != nil {
+			return out, err
+		}
+		for _, ap := range found {
+			out = append(out, fmt.Sprintf("%s listener on %s", proto, ap))
+		}
+	}
+	return out, nil
+}
+
+// boundTo scans /proc/net/{tcp,udp} content for local addresses in addrs
+// (only listening sockets when listenOnly). Addresses there are hex, the
+// IPv4 address in host (little-endian) byte order.
+func boundTo(r io.Reader, addrs []netip.Addr, listenOnly bool) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<20))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || (listenOnly && f[3] != "0A") {
+			continue
+		}
+		ipHex, portHex, ok := strings.Cut(f[1], ":")
+		if !ok || len(ipHex) != 8 {
+			continue
+		}
+		v, err1 := strconv.ParseUint(ipHex, 16, 32)
+		port, err2 := strconv.ParseUint(portHex, 16, 16)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ip := netip.AddrFrom4([4]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
+		if slices.Contains(addrs, ip) {
+			out = append(out, netip.AddrPortFrom(ip, uint16(port)))
+		}
+	}
+	return out, sc.Err()
 }
 
 // listensOn scans /proc/net/tcp content; addresses there are hex, the IPv4

@@ -1,7 +1,10 @@
 // Package netharness builds the per-run harness network: a Docker bridge
 // network on a link-local subnet whose bridge also holds 169.254.169.254,
-// where a canary.Metadata listens. Sandboxes attached to it can reach the
-// harness's own addresses on the host and nothing else: forwarded traffic
+// where a canary.Metadata listens, and two documentation addresses that
+// stand for "outside" (TCP and UDP sinks, a second resolver). The gateway
+// runs the DNS canary that is every sandbox's resolver. Sandboxes attached
+// to it can reach the harness's own addresses on the host and nothing
+// else: forwarded traffic
 // into or out of the bridge is dropped in DOCKER-USER, traffic to other host
 // addresses is dropped in INPUT, and IPv6 is off on the bridge.
 //
@@ -80,6 +83,8 @@ type Network struct {
 	addrDone bool
 	meta     *canary.Metadata
 	srv      *canary.Server
+	dns      *canary.DNS
+	canaries []closer // DNS servers and sinks, in start order
 
 	closeMu sync.Mutex
 	closed  bool
@@ -90,7 +95,8 @@ var runIDChars = regexp.MustCompile(`[^a-z0-9_.-]+`)
 // Create builds the harness network for one run. It first waits for the
 // host's harness lock (until ctx ends), then removes anything a dead run
 // left behind, then creates the Docker network, fences it with iptables,
-// puts 169.254.169.254 on its bridge and starts the metadata canary there.
+// puts 169.254.169.254 and the outside addresses on its bridge and starts
+// the metadata canary, the DNS canary and the sinks there.
 // On failure it undoes what it did. The caller must Close the Network.
 func Create(ctx context.Context, opts Options) (n *Network, err error) {
 	if opts.RunID == "" {
@@ -146,6 +152,9 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutsideFree(used); err != nil {
+		return err
+	}
 	n.plan, err = pickSubnet(used, randomStart())
 	if err != nil {
 		return err
@@ -185,16 +194,16 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := addMetadataAddr(n.bridge); err != nil {
+	n.addrDone = true // set first: a partial add is undone too
+	if err := addHostAddrs(n.bridge, hostAddrs()); err != nil {
 		return err
 	}
-	n.addrDone = true
-	n.meta = canary.NewMetadata(canary.MetadataOptions{
-		Recorder: canary.NewRecorder(opts.MaxHits, opts.OnHit),
-		Logger:   n.log,
-	})
-	n.srv, err = canary.Serve(ctx, n.MetadataAddr(), n.meta, n.log)
-	return err
+	rec := canary.NewRecorder(opts.MaxHits, opts.OnHit)
+	n.meta = canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: n.log})
+	if n.srv, err = canary.Serve(ctx, n.MetadataAddr(), n.meta, n.log); err != nil {
+		return err
+	}
+	return n.startCanaries(ctx, rec, n.log)
 }
 
 // freeBridgeName draws scbr-<8 hex> names until one is not taken.
@@ -247,8 +256,8 @@ func (n *Network) MetadataAddr() string {
 	return net.JoinHostPort(metadataIP.String(), "80")
 }
 
-// DNS is the resolver address sandboxes must be given (the gateway). Nothing
-// answers there yet; a DNS canary will.
+// DNS is the resolver address sandboxes must be given (the gateway), where
+// the DNS canary answers on port 53.
 func (n *Network) DNS() string { return n.plan.Gateway.String() }
 
 // Metadata is the metadata canary, holding the run's honeytokens.

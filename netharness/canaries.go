@@ -1,0 +1,165 @@
+package netharness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/sandcheck/sandcheck/canary"
+)
+
+// The harness's "outside": documentation addresses (RFC 5737 TEST-NET-2)
+// that the harness holds as /32s on its own bridge, so a sandbox reaches
+// them through its default route, as it would a host on the internet, while
+// the packets never leave this machine. They are local addresses of the
+// host, reached through INPUT; forwarding stays dropped.
+var (
+	// outsideIP holds the TCP and UDP sinks.
+	outsideIP = netip.MustParseAddr("198.51.100.10")
+	// otherResolverIP holds a DNS canary that is not the sandbox's
+	// configured resolver (DNS straight to another server).
+	otherResolverIP = netip.MustParseAddr("198.51.100.53")
+)
+
+// Ports of the canaries.
+var (
+	// SinkTCPPorts are the outside TCP ports with a sink: web, alternate
+	// web, SSH, SMTP and DNS over TLS.
+	SinkTCPPorts = []int{80, 443, 22, 25, 853, 8080, 8443}
+	// SinkUDPPorts are the outside UDP ports with a sink: NTP and QUIC.
+	SinkUDPPorts = []int{123, 443}
+)
+
+const (
+	dnsPort = 53
+	// DNSAltPort is where the gateway's DNS canary also answers, for a
+	// resolver on an alternate port.
+	DNSAltPort = 5353
+)
+
+// Destination roles the canaries stand for; a hit's evidence names them as
+// data.destination (see docs/policy.md).
+const (
+	RoleOutside       = "outside"
+	RoleOtherResolver = "other-resolver"
+	RoleResolver      = "harness-resolver"
+)
+
+// metadataRedirect is where the outside sink's /redirect sends a client.
+const metadataRedirect = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
+
+// hostAddrs are the addresses the harness puts on its bridge.
+func hostAddrs() []netip.Addr { return []netip.Addr{metadataIP, outsideIP, otherResolverIP} }
+
+// closer is anything the harness started and must stop.
+type closer interface{ Close(context.Context) error }
+
+// checkOutsideFree refuses a host where the outside addresses already mean
+// something: holding them would then divert real traffic.
+func checkOutsideFree(used []netip.Prefix) error {
+	for _, ip := range []netip.Addr{outsideIP, otherResolverIP} {
+		for _, u := range used {
+			if u.Contains(ip) {
+				return fmt.Errorf("choosing outside addresses: %s is already in %s on this host", ip, u)
+			}
+		}
+	}
+	return nil
+}
+
+// startCanaries starts the DNS canary (gateway:53, gateway:DNSAltPort and
+// the other resolver's :53) and the sinks on the outside address. Every
+// listener is appended to n.canaries as it starts, so Close stops what
+// started even when a later one fails.
+func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
+	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP})
+	gw := n.plan.Gateway.String()
+	for _, addr := range []string{
+		net.JoinHostPort(gw, strconv.Itoa(dnsPort)),
+		net.JoinHostPort(gw, strconv.Itoa(DNSAltPort)),
+		net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort)),
+	} {
+		s, err := canary.ServeDNS(ctx, addr, n.dns, log)
+		if err != nil {
+			return fmt.Errorf("starting dns canary: %w", err)
+		}
+		n.canaries = append(n.canaries, s)
+	}
+	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect})
+	for _, p := range SinkTCPPorts {
+		l, err := sink.ServeTCP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("starting tcp sink: %w", err)
+		}
+		n.canaries = append(n.canaries, l)
+	}
+	for _, p := range SinkUDPPorts {
+		l, err := sink.ServeUDP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("starting udp sink: %w", err)
+		}
+		n.canaries = append(n.canaries, l)
+	}
+	return nil
+}
+
+// stopCanaries stops every canary started, returning all failures.
+func (n *Network) stopCanaries(ctx context.Context) error {
+	var errs []error
+	for _, c := range n.canaries {
+		if err := c.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n.canaries = nil
+	return errors.Join(errs...)
+}
+
+// OutsideAddr is the harness-owned "outside" address holding the sinks
+// (TCP on SinkTCPPorts, UDP on SinkUDPPorts).
+func (n *Network) OutsideAddr() netip.Addr { return outsideIP }
+
+// OtherResolverAddr is host:port of a DNS canary that is not the
+// sandbox's configured resolver.
+func (n *Network) OtherResolverAddr() string {
+	return net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort))
+}
+
+// DNSAltAddr is the gateway's DNS canary on its alternate port.
+func (n *Network) DNSAltAddr() string {
+	return net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(DNSAltPort))
+}
+
+// DNSZone is the zone the DNS canary answers.
+func (n *Network) DNSZone() string { return canary.DefaultZone }
+
+// Owned lists every address the harness holds for the run: the gateway,
+// the metadata address and the outside addresses. Anything a sandbox
+// reaches must be one of them (or its own loopback).
+func (n *Network) Owned() []netip.Addr {
+	return append([]netip.Addr{n.plan.Gateway}, hostAddrs()...)
+}
+
+// Role names what a harness address stands for, for evidence: the
+// destination a hit on that address proves the sandbox reached.
+func (n *Network) Role(local string) string {
+	ap, err := netip.ParseAddrPort(local)
+	if err != nil {
+		return ""
+	}
+	switch ap.Addr() {
+	case outsideIP:
+		return RoleOutside
+	case otherResolverIP:
+		return RoleOtherResolver
+	case n.plan.Gateway:
+		return RoleResolver
+	case metadataIP:
+		return "metadata"
+	}
+	return ""
+}
