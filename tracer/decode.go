@@ -18,7 +18,14 @@ const (
 	evSyscall = 4
 )
 
-const pathBytes = 256
+const (
+	pathBytes = 256
+	// maxSlots, noSlot and fastSyscalls mirror MAX_SLOTS, NO_SLOT and
+	// FAST_SYSCALLS in bpf/tracer.h.
+	maxSlots     = 32
+	noSlot       = 0xffffffff
+	fastSyscalls = 512
+)
 
 // decode turns one ring-buffer record into the watched namespace and the
 // event.

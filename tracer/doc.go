@@ -5,7 +5,8 @@
 // (mount, ptrace, bpf, unshare/setns, the setuid family, module and kexec
 // calls) they try, with arguments.
 //
-// It uses raw tracepoints only (sys_exit, sched_process_exec/fork/exit):
+// It uses BTF-typed raw tracepoints only (tp_btf: sys_exit,
+// sched_process_exec/fork/exit) and task storage (Linux 5.11 or later):
 // kernels sandcheck runs on may lack kprobes, fentry and BPF LSM. A sandbox is
 // watched by its pid namespace: a process belongs to it once it execs inside
 // the namespace (or one nested in it) or is forked by one that belongs, so the
@@ -14,7 +15,10 @@
 // process tree, its root, which its children inherit: that is how one probe's
 // doings are told apart from another's in a shared sandbox.
 //
-// Syscall counts live in a per-CPU BPF map and cost no ring-buffer traffic;
+// Membership is a mark in each task's BPF task storage, so an unwatched task
+// pays one lookup per syscall. Syscall counts live in per-CPU BPF maps (an
+// array slot per process tree, indexed by syscall number, for the first 32
+// trees; a hash past that) and cost no ring-buffer traffic;
 // only rare events go through the ring buffer, and every event the kernel
 // could not deliver is counted in [Lost], never silently dropped.
 //

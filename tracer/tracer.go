@@ -111,15 +111,20 @@ func New(opts Options) (_ *Tracer, err error) {
 			return nil, fmt.Errorf("configuring the tracer: %w", err)
 		}
 	}
+	for slot := range uint32(maxSlots) {
+		if err := t.objs.FreeSlots.Put(nil, slot); err != nil {
+			return nil, fmt.Errorf("configuring the tracer: freeing slot %d: %w", slot, err)
+		}
+	}
 	for name, prog := range map[string]*ebpf.Program{
 		"sys_exit":           t.objs.ScSysExit,
 		"sched_process_exec": t.objs.ScExec,
 		"sched_process_fork": t.objs.ScFork,
 		"sched_process_exit": t.objs.ScExit,
 	} {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: prog})
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
-			return nil, fmt.Errorf("%w: attaching raw tracepoint %s: %v", ErrUnavailable, name, err)
+			return nil, fmt.Errorf("%w: attaching BTF raw tracepoint %s: %v", ErrUnavailable, name, err)
 		}
 		t.links = append(t.links, l)
 	}

@@ -49,16 +49,38 @@ type tracerEvent struct {
 	_     [4]byte
 }
 
+type tracerFastCount struct {
+	_        structs.HostLayout
+	Ok       uint64
+	Eperm    uint64
+	Eacces   uint64
+	Enosys   uint64
+	OtherErr uint64
+}
+
 type tracerPrefix struct {
 	_   structs.HostLayout
 	Len uint32
 	S   [64]int8
 }
 
+type tracerSlotCounts struct {
+	_ structs.HostLayout
+	C [512]tracerFastCount
+}
+
+type tracerSlotOwner struct {
+	_    structs.HostLayout
+	Ns   uint32
+	Root uint32
+}
+
 type tracerTaskInfo struct {
 	_    structs.HostLayout
 	Ns   uint32
 	Root uint32
+	Slot uint32
+	Pad  uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -67,10 +89,13 @@ type tracerTaskInfo struct {
 const (
 	tracerMapCounts      = "counts"
 	tracerMapEvents      = "events"
+	tracerMapFastCounts  = "fast_counts"
+	tracerMapFreeSlots   = "free_slots"
+	tracerMapMarks       = "marks"
+	tracerMapOwners      = "owners"
 	tracerMapPrefixes    = "prefixes"
 	tracerMapSandboxes   = "sandboxes"
 	tracerMapStats       = "stats"
-	tracerMapTasks       = "tasks"
 	tracerProgScExec     = "sc_exec"
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
@@ -130,12 +155,15 @@ type tracerProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerMapSpecs struct {
-	Counts    *ebpf.MapSpec `ebpf:"counts"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	Prefixes  *ebpf.MapSpec `ebpf:"prefixes"`
-	Sandboxes *ebpf.MapSpec `ebpf:"sandboxes"`
-	Stats     *ebpf.MapSpec `ebpf:"stats"`
-	Tasks     *ebpf.MapSpec `ebpf:"tasks"`
+	Counts     *ebpf.MapSpec `ebpf:"counts"`
+	Events     *ebpf.MapSpec `ebpf:"events"`
+	FastCounts *ebpf.MapSpec `ebpf:"fast_counts"`
+	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
+	Marks      *ebpf.MapSpec `ebpf:"marks"`
+	Owners     *ebpf.MapSpec `ebpf:"owners"`
+	Prefixes   *ebpf.MapSpec `ebpf:"prefixes"`
+	Sandboxes  *ebpf.MapSpec `ebpf:"sandboxes"`
+	Stats      *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // tracerVariableSpecs contains global variables before they are loaded into the kernel.
@@ -165,22 +193,28 @@ func (o *tracerObjects) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerMaps struct {
-	Counts    *ebpf.Map `ebpf:"counts"`
-	Events    *ebpf.Map `ebpf:"events"`
-	Prefixes  *ebpf.Map `ebpf:"prefixes"`
-	Sandboxes *ebpf.Map `ebpf:"sandboxes"`
-	Stats     *ebpf.Map `ebpf:"stats"`
-	Tasks     *ebpf.Map `ebpf:"tasks"`
+	Counts     *ebpf.Map `ebpf:"counts"`
+	Events     *ebpf.Map `ebpf:"events"`
+	FastCounts *ebpf.Map `ebpf:"fast_counts"`
+	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
+	Marks      *ebpf.Map `ebpf:"marks"`
+	Owners     *ebpf.Map `ebpf:"owners"`
+	Prefixes   *ebpf.Map `ebpf:"prefixes"`
+	Sandboxes  *ebpf.Map `ebpf:"sandboxes"`
+	Stats      *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *tracerMaps) Close() error {
 	return _TracerClose(
 		m.Counts,
 		m.Events,
+		m.FastCounts,
+		m.FreeSlots,
+		m.Marks,
+		m.Owners,
 		m.Prefixes,
 		m.Sandboxes,
 		m.Stats,
-		m.Tasks,
 	)
 }
 

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // Watch is one watched pid namespace. Its Report can be read at any time;
@@ -75,11 +78,12 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 	if w.lost0, err = t.Lost(); err != nil {
 		return nil, errors.Join(err, w.forget())
 	}
-	if scope == ScopeNamespace {
-		one := uint32(1)
-		if err := t.objs.Sandboxes.Put(ns, one); err != nil {
-			return nil, errors.Join(fmt.Errorf("registering pid namespace %d: %w", ns, err), w.forget())
-		}
+	// A tree's root pid is registered too, though no namespace has it for
+	// an inode: the kernel side checks it to stop counting a tree without a
+	// slot once its watch is closed.
+	one := uint32(1)
+	if err := t.objs.Sandboxes.Put(ns, one); err != nil {
+		return nil, errors.Join(fmt.Errorf("registering pid namespace %d: %w", ns, err), w.forget())
 	}
 	if !opts.SkipRunning {
 		if err := w.seed(); err != nil {
@@ -113,14 +117,55 @@ func (w *Watch) seed() error {
 		}
 	}
 	for _, pid := range pids {
-		info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid)}
-		if err := w.t.objs.Tasks.Put(uint32(pid), &info); err != nil {
-			return fmt.Errorf("attributing process %d: %w", pid, err)
+		if err := w.mark(pid); err != nil {
+			return err
 		}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
 			w.t.mu.Lock()
 			w.argv[uint32(pid)] = splitArgv(bytes.Clone(b))
 			w.t.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// pidfdThread is PIDFD_THREAD (a pidfd for one thread, Linux 6.9+).
+const pidfdThread = unix.O_EXCL
+
+// mark attributes a running process and its threads to the watch as a tree
+// of its own: a slot if one is free, then each thread's task storage (keyed
+// by pidfd). A process that exits meanwhile is skipped.
+func (w *Watch) mark(pid int) error {
+	info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid), Slot: noSlot}
+	var slot uint32
+	if err := w.t.objs.FreeSlots.LookupAndDelete(nil, &slot); err == nil {
+		if err := w.t.objs.Owners.Put(slot, tracerSlotOwner{Ns: w.ns, Root: uint32(pid)}); err != nil {
+			return fmt.Errorf("attributing process %d: %w", pid, err)
+		}
+		info.Slot = slot
+	} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("attributing process %d: taking a slot: %w", pid, err)
+	}
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range tids {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		flags := 0
+		if tid != pid {
+			flags = pidfdThread
+		}
+		fd, err := unix.PidfdOpen(tid, flags)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("attributing thread %d of process %d: %w", tid, pid, err)
+		}
+		err = w.t.objs.Marks.Put(int32(fd), &info)
+		unix.Close(fd)
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("attributing thread %d of process %d: %w", tid, pid, err)
 		}
 	}
 	return nil
@@ -138,7 +183,16 @@ func (w *Watch) add(ev Event) {
 // Report returns what the tracer saw of the namespace so far.
 func (w *Watch) Report() (*Report, error) {
 	w.t.sync()
-	counts, err := w.counts(false)
+	slots, err := w.slots()
+	if err != nil {
+		return nil, err
+	}
+	return w.report(slots)
+}
+
+// report is Report for the given slots.
+func (w *Watch) report(slots []uint32) (*Report, error) {
+	counts, err := w.counts(slots, false)
 	if err != nil {
 		return nil, err
 	}
@@ -171,29 +225,71 @@ func (w *Watch) Report() (*Report, error) {
 	return r, nil
 }
 
-// counts reads (and with drop, deletes) the namespace's syscall counts.
-func (w *Watch) counts(drop bool) (map[tracerCountKey]Count, error) {
-	out := map[tracerCountKey]Count{}
+// slots lists the slots the watch's trees hold.
+func (w *Watch) slots() ([]uint32, error) {
 	var (
-		k   tracerCountKey
-		per []tracerCountVal
+		slot  uint32
+		owner tracerSlotOwner
+		out   []uint32
+	)
+	it := w.t.objs.Owners.Iterate()
+	for it.Next(&slot, &owner) {
+		if owner.Ns == w.ns {
+			out = append(out, slot)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading slot owners: %w", err)
+	}
+	return out, nil
+}
+
+// counts reads the syscall counts of the given slots and the namespace's
+// counts in the hash (deleting the latter with drop).
+func (w *Watch) counts(slots []uint32, drop bool) (map[tracerCountKey]Count, error) {
+	out := map[tracerCountKey]Count{}
+	for _, slot := range slots {
+		var owner tracerSlotOwner
+		var per []tracerSlotCounts
+		if err := w.t.objs.Owners.Lookup(slot, &owner); err != nil {
+			return nil, fmt.Errorf("reading slot %d: %w", slot, err)
+		}
+		if err := w.t.objs.FastCounts.Lookup(slot, &per); err != nil {
+			return nil, fmt.Errorf("reading syscall counts: %w", err)
+		}
+		for nr := range fastSyscalls {
+			var c Count
+			for i := range per {
+				v := &per[i].C[nr]
+				c.add(Count{OK: v.Ok, EPERM: v.Eperm, EACCES: v.Eacces, ENOSYS: v.Enosys, OtherErr: v.OtherErr})
+			}
+			if c.Calls = c.OK + c.Denied() + c.OtherErr; c.Calls > 0 {
+				out[tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: uint32(nr)}] = c
+			}
+		}
+	}
+	var (
+		k    tracerCountKey
+		perV []tracerCountVal
+		hash []tracerCountKey
 	)
 	it := w.t.objs.Counts.Iterate()
-	for it.Next(&k, &per) {
+	for it.Next(&k, &perV) {
 		if k.Ns != w.ns {
 			continue
 		}
-		var c Count
-		for _, v := range per {
+		c := out[k]
+		for _, v := range perV {
 			c.add(Count{Calls: v.Calls, OK: v.Ok, EPERM: v.Eperm, EACCES: v.Eacces, ENOSYS: v.Enosys, OtherErr: v.OtherErr})
 		}
 		out[k] = c
+		hash = append(hash, k)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading syscall counts: %w", err)
 	}
 	if drop {
-		for k := range out {
+		for _, k := range hash {
 			if err := w.t.objs.Counts.Delete(k); err != nil {
 				return out, fmt.Errorf("clearing syscall counts: %w", err)
 			}
@@ -205,36 +301,43 @@ func (w *Watch) counts(drop bool) (map[tracerCountKey]Count, error) {
 // Close stops watching, returns the final report and clears the
 // namespace's state from the kernel maps. Safe twice (the second call returns
 // nil and no error).
+//
+// Watched tasks keep their mark until they next make a syscall: the kernel
+// side then finds their slot freed (or, without one, the namespace gone) and
+// drops the mark. Their slot's counts are zeroed before it is freed, so a
+// tree that takes it next starts from nothing.
 func (w *Watch) Close() (*Report, error) {
 	if w.closed {
 		return nil, nil
 	}
 	w.closed = true
 	var errs []error
-	if w.scope == ScopeNamespace {
-		if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
-			errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
-		}
+	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
+		errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
 	}
-	r, err := w.Report()
+	w.t.sync()
+	slots, err := w.slots()
 	errs = append(errs, err)
-	var (
-		k    uint32
-		info tracerTaskInfo
-		gone []uint32
-	)
-	it := w.t.objs.Tasks.Iterate()
-	for it.Next(&k, &info) {
-		if info.Ns == w.ns {
-			gone = append(gone, k)
-		}
-	}
-	errs = append(errs, it.Err())
-	for _, k := range gone {
-		_ = w.t.objs.Tasks.Delete(k) // the process may have exited meanwhile
-	}
-	if _, err := w.counts(true); err != nil {
+	r, err := w.report(slots)
+	errs = append(errs, err)
+	if _, err := w.counts(nil, true); err != nil {
 		errs = append(errs, err)
+	}
+	zero := make([]tracerSlotCounts, ebpf.MustPossibleCPU())
+	for _, slot := range slots {
+		// Disown first: from then on the kernel side stops counting into
+		// the slot, before it is zeroed and freed.
+		if err := w.t.objs.Owners.Put(slot, tracerSlotOwner{}); err != nil {
+			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
+			continue
+		}
+		if err := w.t.objs.FastCounts.Put(slot, zero); err != nil {
+			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
+			continue
+		}
+		if err := w.t.objs.FreeSlots.Put(nil, slot); err != nil {
+			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
+		}
 	}
 	errs = append(errs, w.forget())
 	return r, errors.Join(errs...)

@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* sandcheck's kernel-side tracer. Tracepoints and raw tracepoints only (no
- * kprobes, fentry or BPF LSM: the kernels sandcheck runs on may lack them).
+/* sandcheck's kernel-side tracer. BTF-typed raw tracepoints (tp_btf) only: no
+ * kprobes, fentry or BPF LSM, which the kernels sandcheck runs on may lack.
  *
  * Attribution: a task belongs to a watched sandbox once it execs inside a
- * registered pid namespace (or any namespace nested in one), or is forked by
- * a task that already belongs; user space seeds the tasks already running
- * when it registers a namespace. The container runtime's own host processes,
- * and its init stage that enters the namespace before exec'ing the workload,
- * are never attributed.
+ * registered pid namespace (or any namespace nested in one), or is forked
+ * (process or thread) by a task that already belongs; user space seeds the
+ * tasks already running when it registers a namespace. The container
+ * runtime's own host processes, and its init stage that enters the namespace
+ * before exec'ing the workload, are never attributed. Membership is a mark
+ * in the task's own storage, so the sys_exit program, which runs for every
+ * syscall of every task on the host, costs an unwatched task one task-storage
+ * lookup: no hashing, no probe read. A watched task's syscall costs two array
+ * lookups and an increment.
  *
  * Each attributed task carries a root: the tgid of the process that first
  * exec'd inside the sandbox (one per `docker exec`), inherited by its
- * children. Syscall counts are aggregated per (namespace, root, syscall) in a
- * per-CPU hash map; only rare events (exec, fork, exit, and the syscalls
- * worth their arguments) go through the ring buffer, and a full ring buffer
- * is counted, never silent. */
+ * children. A tree's syscall counts go to a per-CPU array slot indexed by
+ * syscall number; trees past MAX_SLOTS, and syscall numbers past
+ * FAST_SYSCALLS, go to a per-CPU hash keyed by (namespace, root, syscall).
+ * Only rare events (exec, fork, exit, and the syscalls worth their
+ * arguments) go through the ring buffer, and a full ring buffer is counted,
+ * never silent. */
 #include "types.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -28,14 +34,35 @@ struct {
 	__uint(max_entries, MAX_SANDBOXES);
 	__type(key, u32);   /* pid namespace inode */
 	__type(value, u32); /* 1: watched */
-} sandboxes SEC(".maps");
+} sandboxes SEC(".maps"); /* also holds watched trees' root pids */
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_TASKS);
-	__type(key, u32); /* tgid */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct task_info);
-} tasks SEC(".maps");
+} marks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, u32);
+	__type(value, struct slot_owner);
+} owners SEC(".maps");
+
+/* Free slots; user space fills it at load and refills it as watches end. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, MAX_SLOTS);
+	__type(value, u32);
+} free_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, u32);
+	__type(value, struct slot_counts);
+} fast_counts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -117,26 +144,38 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 	return 0;
 }
 
-SEC("raw_tracepoint/sched_process_exec")
-int sc_exec(struct bpf_raw_tracepoint_args *ctx)
+/* new_tree gives a task that entered a watched namespace its own tree,
+ * with a slot when one is free. */
+static __always_inline struct task_info *new_tree(struct task_struct *task, u32 ns, u32 tgid)
 {
-	struct task_struct *task = (struct task_struct *)ctx->args[0];
-	struct linux_binprm *bprm = (struct linux_binprm *)ctx->args[2];
+	struct task_info fresh = {.ns = ns, .root = tgid, .slot = NO_SLOT};
+	u32 slot;
+	if (bpf_map_pop_elem(&free_slots, &slot) == 0 && slot < MAX_SLOTS) {
+		struct slot_owner o = {.ns = ns, .root = tgid};
+		if (bpf_map_update_elem(&owners, &slot, &o, BPF_ANY) == 0)
+			fresh.slot = slot;
+	}
+	struct task_info *ti = bpf_task_storage_get(&marks, task, &fresh, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ti)
+		stat_inc(STAT_LOST_TASKS);
+	return ti;
+}
+
+SEC("tp_btf/sched_process_exec")
+int sc_exec(u64 *ctx)
+{
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	struct linux_binprm *bprm = (struct linux_binprm *)ctx[2];
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = id >> 32;
-	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
-	struct task_info fresh = {};
+	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
 	if (!ti) {
 		u32 ns = watched_ns(task);
 		if (!ns)
 			return 0;
-		fresh.ns = ns;
-		fresh.root = tgid;
-		if (bpf_map_update_elem(&tasks, &tgid, &fresh, BPF_ANY)) {
-			stat_inc(STAT_LOST_TASKS);
+		ti = new_tree(task, ns, tgid);
+		if (!ti)
 			return 0;
-		}
-		ti = &fresh;
 	}
 	struct event *ev = reserve(EV_EXEC, ti, tgid, (u32)id);
 	if (!ev)
@@ -156,24 +195,24 @@ int sc_exec(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tracepoint/sched_process_fork")
-int sc_fork(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sched_process_fork")
+int sc_fork(u64 *ctx)
 {
-	struct task_struct *parent = (struct task_struct *)ctx->args[0];
-	struct task_struct *child = (struct task_struct *)ctx->args[1];
-	u32 ptgid = BPF_CORE_READ(parent, tgid);
-	struct task_info *ti = bpf_map_lookup_elem(&tasks, &ptgid);
+	struct task_struct *parent = (struct task_struct *)ctx[0];
+	struct task_struct *child = (struct task_struct *)ctx[1];
+	struct task_info *ti = bpf_task_storage_get(&marks, parent, 0, 0);
 	if (!ti)
 		return 0;
-	u32 cpid = BPF_CORE_READ(child, pid), ctgid = BPF_CORE_READ(child, tgid);
-	if (cpid != ctgid)
-		return 0; /* a new thread of a tracked process */
 	struct task_info copy = *ti;
-	if (bpf_map_update_elem(&tasks, &ctgid, &copy, BPF_ANY)) {
+	/* Threads are marked too: membership is per task. */
+	if (!bpf_task_storage_get(&marks, child, &copy, BPF_LOCAL_STORAGE_GET_F_CREATE)) {
 		stat_inc(STAT_LOST_TASKS);
 		return 0;
 	}
-	struct event *ev = reserve(EV_FORK, &copy, ptgid, BPF_CORE_READ(parent, pid));
+	u32 cpid = BPF_CORE_READ(child, pid), ctgid = BPF_CORE_READ(child, tgid);
+	if (cpid != ctgid)
+		return 0; /* a new thread: no event */
+	struct event *ev = reserve(EV_FORK, &copy, BPF_CORE_READ(parent, tgid), BPF_CORE_READ(parent, pid));
 	if (!ev)
 		return 0;
 	ev->other = ctgid;
@@ -181,21 +220,19 @@ int sc_fork(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-SEC("raw_tracepoint/sched_process_exit")
-int sc_exit(struct bpf_raw_tracepoint_args *ctx)
+SEC("tp_btf/sched_process_exit")
+int sc_exit(u64 *ctx)
 {
-	struct task_struct *task = (struct task_struct *)ctx->args[0];
-	bool group_dead = (bool)ctx->args[1];
+	struct task_struct *task = (struct task_struct *)ctx[0];
+	bool group_dead = (bool)ctx[1];
 	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
 	if (!group_dead)
 		return 0;
-	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
+	/* The storage goes with the task; nothing to clear. */
+	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
 	if (!ti)
 		return 0;
-	struct task_info copy = *ti;
-	bpf_map_delete_elem(&tasks, &tgid);
-	struct event *ev = reserve(EV_EXIT, &copy, tgid, (u32)id);
+	struct event *ev = reserve(EV_EXIT, ti, id >> 32, (u32)id);
 	if (!ev)
 		return 0;
 	ev->ret = BPF_CORE_READ(task, exit_code);
@@ -312,43 +349,82 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 	bpf_ringbuf_submit(ev, 0);
 }
 
-SEC("raw_tracepoint/sys_exit")
-int sc_sys_exit(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline void tally(struct fast_count *c, long ret)
 {
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tgid = id >> 32;
-	struct task_info *ti = bpf_map_lookup_elem(&tasks, &tgid);
-	if (!ti)
-		return 0;
-	struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-	long ret = (long)ctx->args[1];
-	long nr = BPF_CORE_READ(regs, orig_ax);
-	if (nr < 0 || nr >= MAX_SYSCALL)
-		return 0;
+	if (ret >= 0 || ret < -4095)
+		c->ok++;
+	else if (ret == -1)
+		c->eperm++;
+	else if (ret == -13)
+		c->eacces++;
+	else if (ret == -38)
+		c->enosys++;
+	else
+		c->other_err++;
+}
+
+/* count_slow counts in the hash: a tree without a slot, or a syscall number
+ * past FAST_SYSCALLS. */
+static __always_inline void count_slow(const struct task_info *ti, long nr, long ret)
+{
 	struct count_key key = {.ns = ti->ns, .root = ti->root, .nr = nr};
 	struct count_val *v = bpf_map_lookup_elem(&counts, &key);
 	if (!v) {
 		struct count_val zero = {};
-		if (bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&counts, &key) == 0) {
-			stat_inc(STAT_LOST_COUNTS);
-			return 0;
-		}
+		bpf_map_update_elem(&counts, &key, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&counts, &key);
-		if (!v)
-			return 0;
+		if (!v) {
+			stat_inc(STAT_LOST_COUNTS);
+			return;
+		}
 	}
 	v->calls++;
-	if (ret >= 0 || ret < -4095)
-		v->ok++;
-	else if (ret == -1)
-		v->eperm++;
-	else if (ret == -13)
-		v->eacces++;
-	else if (ret == -38)
-		v->enosys++;
-	else
-		v->other_err++;
+	struct fast_count c = {};
+	tally(&c, ret);
+	v->ok += c.ok;
+	v->eperm += c.eperm;
+	v->eacces += c.eacces;
+	v->enosys += c.enosys;
+	v->other_err += c.other_err;
+}
+
+/* The hot path: every syscall of every task on the host ends here. */
+SEC("tp_btf/sys_exit")
+int sc_sys_exit(u64 *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
+	if (!ti)
+		return 0;
+	struct pt_regs *regs = (struct pt_regs *)ctx[0];
+	long ret = (long)ctx[1];
+	long nr = regs->orig_ax; /* a BTF load, no helper */
+	if (nr < 0 || nr >= MAX_SYSCALL)
+		return 0;
+	u32 slot = ti->slot;
+	if (slot < MAX_SLOTS) {
+		/* A slot freed by a closed watch (and maybe taken since) is no
+		 * longer this tree's: the task is no longer watched. */
+		struct slot_owner *o = bpf_map_lookup_elem(&owners, &slot);
+		if (!o || o->ns != ti->ns || o->root != ti->root) {
+			bpf_task_storage_delete(&marks, task);
+			return 0;
+		}
+		struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
+		if (!sc)
+			return 0;
+		if (nr < FAST_SYSCALLS)
+			tally(&sc->c[nr], ret);
+		else
+			count_slow(ti, nr, ret);
+	} else {
+		if (!bpf_map_lookup_elem(&sandboxes, &ti->ns)) {
+			bpf_task_storage_delete(&marks, task);
+			return 0;
+		}
+		count_slow(ti, nr, ret);
+	}
 	if (interesting(nr))
-		syscall_event(regs, nr, ret, ti, id);
+		syscall_event(regs, nr, ret, ti, bpf_get_current_pid_tgid());
 	return 0;
 }

@@ -3,8 +3,10 @@
 #define SANDCHECK_TRACER_H
 
 #define MAX_SANDBOXES 256
-#define MAX_TASKS 16384
 #define MAX_COUNTS 32768
+#define MAX_SLOTS 32       /* trees counted in the per-CPU array */
+#define NO_SLOT 0xffffffff /* a tree past MAX_SLOTS: counted in the hash */
+#define FAST_SYSCALLS 512  /* syscalls counted in the per-CPU array */
 #define MAX_PREFIXES 16
 #define PREFIX_BYTES 64
 #define MAX_NS_DEPTH 8
@@ -23,14 +25,37 @@ enum event_kind {
 
 enum stat_idx {
 	STAT_LOST_EVENTS = 0, /* ring buffer full */
-	STAT_LOST_TASKS = 1,  /* task map full: a process went unattributed */
+	STAT_LOST_TASKS = 1,  /* no task storage: a process went unattributed */
 	STAT_LOST_COUNTS = 2, /* count map full: a syscall went uncounted */
 	STAT_MAX = 3,
 };
 
+/* What a watched task carries in its task storage; a tree's slot says
+ * where its counts go. */
 struct task_info {
-	u32 ns;   /* the watched pid namespace's inode */
+	u32 ns;   /* the watched pid namespace's inode (or a watched tree's root pid) */
 	u32 root; /* tgid of the process that first exec'd in the sandbox */
+	u32 slot; /* the tree's slot in fast_counts, or NO_SLOT */
+	u32 pad;
+};
+
+/* The owner of a slot: a tree, or ns 0 when the slot is free. */
+struct slot_owner {
+	u32 ns;
+	u32 root;
+};
+
+/* One syscall's results in a slot; calls are their sum. */
+struct fast_count {
+	u64 ok;
+	u64 eperm;
+	u64 eacces;
+	u64 enosys;
+	u64 other_err;
+};
+
+struct slot_counts {
+	struct fast_count c[FAST_SYSCALLS];
 };
 
 struct count_key {

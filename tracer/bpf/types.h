@@ -29,12 +29,19 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_HASH = 5,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_QUEUE = 22,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 
 enum {
 	BPF_ANY = 0,
 	BPF_NOEXIST = 1,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = 1,
+	BPF_LOCAL_STORAGE_GET_F_CREATE = 1,
 };
 
 struct bpf_raw_tracepoint_args {
