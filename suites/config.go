@@ -50,6 +50,10 @@ type Config struct {
 	PolicyPaths []string
 	// Waivers is a waiver file ("" = none).
 	Waivers string
+	// NoTrace leaves the sandboxes unwatched by the eBPF tracer, which is
+	// otherwise used wherever it is available (the record says why when it
+	// is not). The zero value traces, so callers that predate it keep doing so.
+	NoTrace bool
 }
 
 // NewGrader builds the release grader a run with this configuration uses:

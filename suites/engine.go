@@ -137,7 +137,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
 	}
 	e.honey = newHoney(runID)
-	e.trace = openTrace(e.log, e.rec)
+	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
 	if e.grader, err = cfg.NewGrader(); err != nil {
 		return nil, fmt.Errorf("loading release policy: %w", err)
 	}

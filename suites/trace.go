@@ -18,14 +18,6 @@ import (
 	"github.com/sandcheck/sandcheck/tracer"
 )
 
-// tracingOn says whether runs watch their sandboxes with the eBPF tracer
-// (where it is available). Like the suite itself it is per process.
-var tracingOn = true
-
-// SetTracing turns the eBPF tracer on (the default: used where available)
-// or off for the runs of this process.
-func SetTracing(on bool) { tracingOn = on }
-
 // runTrace is the run's use of the tracer. Per-probe attribution is by
 // process tree: each probe is one `docker exec` whose process enters the
 // sandbox with the probe's one-time token in its argv, and the tracer keeps
@@ -41,13 +33,14 @@ type runTrace struct {
 	surface map[string]bool
 }
 
-// openTrace loads the tracer unless tracing is off; a tracer that cannot
-// load leaves the run untraced, saying why.
-func openTrace(log *slog.Logger, rec *evidence.Record) *runTrace {
+// openTrace loads the tracer unless the run's Config turned it off
+// (Config.NoTrace); a tracer that cannot load leaves the run untraced, saying
+// why.
+func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
 	rt := &runTrace{log: log, watches: map[string]*tracer.Watch{}, surface: map[string]bool{},
 		rec: &evidence.Tracer{Status: evidence.TracerOn, Runtime: rec.Runtime, HostSyscalls: []string{}}}
 	rec.Tracer = rt.rec
-	if !tracingOn {
+	if !on {
 		rt.rec.Status, rt.rec.Reason = evidence.TracerOff, "turned off (--trace=false)"
 		return rt
 	}

@@ -59,7 +59,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 			cfg.StartedBy, cfg.Version = suites.StartedBy(), version
-			suites.SetTracing(trace)
+			cfg.NoTrace = !trace
 			if cfg.ProbeBinary == "" {
 				cfg.ProbeBinary = suites.DefaultProbeBinary()
 			}
