@@ -41,7 +41,8 @@ by sandcheck's eBPF tracer, and prints a summary: its processes, every syscall
 with how it returned (refusals by errno), network destinations, sensitive
 opens and privileged calls, and anything lost. Needs root.
 
-Interrupting it (Ctrl-C) kills the command and unloads every BPF program.`,
+Interrupting it (Ctrl-C or SIGTERM) kills the command, prints the summary of
+what it did until then and exits 0; every BPF program is unloaded.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -61,6 +62,9 @@ Interrupting it (Ctrl-C) kills the command and unloads every BPF program.`,
 				return enc.Encode(rep)
 			}
 			printTrace(cmd.OutOrStdout(), rep, status, dur, events)
+			if ctx.Err() != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sandcheck trace: interrupted after %s; %s was killed\n", dur.Round(time.Millisecond), args[0])
+			}
 			return nil
 		},
 	}
@@ -72,7 +76,9 @@ Interrupting it (Ctrl-C) kills the command and unloads every BPF program.`,
 }
 
 // traceCommand runs argv watched by the tracer and returns the report, the
-// command's exit status and how long it ran.
+// command's exit status and how long it ran. When ctx ends first the command
+// is killed and the report covers what it did until then: an interruption is
+// not an error.
 func traceCommand(ctx context.Context, argv []string, opts tracer.Options) (*tracer.Report, int, time.Duration, error) {
 	tr, err := tracer.New(opts)
 	if err != nil {
@@ -131,7 +137,7 @@ func traceCommand(ctx context.Context, argv []string, opts tracer.Options) (*tra
 	if err := tr.Close(); err != nil {
 		return nil, status, dur, err
 	}
-	return rep, status, dur, ctx.Err()
+	return rep, status, dur, nil
 }
 
 // traceExecCmd is the hidden helper: wait for the go-ahead, then exec.
@@ -160,7 +166,11 @@ func printTrace(w io.Writer, r *tracer.Report, status int, dur time.Duration, ma
 	for _, c := range sys {
 		total += c.Calls
 	}
-	fmt.Fprintf(w, "command exited with status %d after %s\n", status, dur.Round(time.Millisecond))
+	if status < 0 { // ended by a signal (an interrupted trace kills it)
+		fmt.Fprintf(w, "command killed by a signal after %s\n", dur.Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(w, "command exited with status %d after %s\n", status, dur.Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "%d process tree(s), %d syscalls (%d distinct, %.0f/s)\n", len(r.Trees), total, len(sys), float64(total)/dur.Seconds())
 	names := slices.SortedFunc(func(yield func(string) bool) {
 		for n := range sys {
