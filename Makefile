@@ -105,7 +105,8 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 	cp tracer/tracer_x86_bpfel.go tracer/tracer_x86_bpfel.o "$$tmp"/
 	$(GO) generate ./tracer/
 	if ! cmp -s "$$tmp"/tracer_x86_bpfel.o tracer/tracer_x86_bpfel.o || ! diff -u "$$tmp"/tracer_x86_bpfel.go tracer/tracer_x86_bpfel.go; then
-		echo "tracer/: the committed BPF objects are stale: run 'make generate' and commit the result" >&2
+		cp "$$tmp"/tracer_x86_bpfel.go "$$tmp"/tracer_x86_bpfel.o tracer/
+		echo "tracer/: the committed BPF objects are stale (left as they were): run 'make generate' and commit the result" >&2
 		exit 1
 	fi
 
