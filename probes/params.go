@@ -13,6 +13,21 @@ type Params struct {
 	// hands it (a canary it owns). Empty means the standard 169.254.169.254:80,
 	// which in tests is also a harness canary.
 	MetadataAddr string
+	// OutsideAddr is an IPv4 address standing for "outside" (the internet),
+	// with TCP and UDP sinks, as the harness hands it (in tests a
+	// documentation address the harness holds on its own bridge). Empty
+	// means no outside address: egress probes then send nothing.
+	OutsideAddr string
+	// DNSZone is a zone only the harness's DNS canary answers; names under
+	// it that resolve prove a query left the box.
+	DNSZone string
+	// ResolverAddr is host:port of the resolver the harness configured for
+	// the sandbox (the runtime may front it with its own, e.g. Docker's
+	// 127.0.0.11).
+	ResolverAddr string
+	// OtherResolverAddr is host:port of a DNS server the sandbox was not
+	// configured to use.
+	OtherResolverAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

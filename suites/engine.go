@@ -391,7 +391,9 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run",
 		"--token", token, "--run-id", e.rec.RunID, "--probe-dir", runners.ProbeMount}
 	if e.net != nil {
-		argv = append(argv, "--metadata-addr", e.net.MetadataAddr())
+		argv = append(argv, "--metadata-addr", e.net.MetadataAddr(),
+			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),
+			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr())
 	}
 	if phase != "" {
 		argv = append(argv, "--marker", marker, "--phase", phase)

@@ -24,8 +24,8 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 					items = append(items, it)
 				}
 			}
-		case h == "canary:metadata":
-			items = append(items, e.metadataHits(spec, token, self)...)
+		case strings.HasPrefix(h, "canary:"):
+			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
 				items = append(items, it)
@@ -138,32 +138,57 @@ func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidenc
 	return it, true
 }
 
-// metadataHits joins the metadata canary's hits carrying the probe's token.
-func (e *Engine) metadataHits(spec probes.Spec, token string, self selfReport) []evidence.Item {
+// canaryServices maps the canary named in a spec's host list
+// (canary:<name>) to the hit services it covers.
+var canaryServices = map[string][]string{
+	"metadata": {canary.ServiceAWS, canary.ServiceGCP, canary.ServiceAzure},
+	"dns":      {canary.ServiceDNS},
+	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP},
+}
+
+// canaryHits joins the hits of one canary carrying the probe's token. Hits
+// on an egress canary name their destination (the role of the harness
+// address they arrived on), which the policy checks against the profile.
+func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self selfReport) []evidence.Item {
+	services, known := canaryServices[name]
+	if !known {
+		return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-canary",
+			Summary: fmt.Sprintf("the catalog names canary %q, which the harness does not run", name)}}
+	}
 	if e.net == nil {
-		return []evidence.Item{{Source: evidence.SourceCanary, Kind: "metadata-canary",
+		return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-canary",
 			Summary: "no harness network: the sandbox was given no route to a canary"}}
 	}
 	var hits []canary.Hit
 	for _, h := range e.net.Recorder().ByToken(token) {
 		// A batch shares one token; the probe ID tells its hits apart.
-		if h.Probe == spec.ID {
+		if h.Probe == spec.ID && slices.Contains(services, h.Service) {
 			hits = append(hits, h)
 		}
 	}
 	if len(hits) == 0 {
-		it := evidence.Item{Source: evidence.SourceCanary, Kind: "metadata-canary", Summary: "no request with the probe's token reached the metadata canary"}
+		it := evidence.Item{Source: evidence.SourceCanary, Kind: name + "-canary",
+			Summary: fmt.Sprintf("nothing with the probe's token reached the %s canary", name)}
 		if self.Outcome == probes.Escaped {
 			it.Summary += "; the probe's escape is unconfirmed"
-			it.Kind = "metadata-unconfirmed"
+			it.Kind = name + "-unconfirmed"
 		}
 		return []evidence.Item{it}
 	}
-	paths := make([]string, 0, len(hits))
+	seen := make([]string, 0, len(hits))
 	for _, h := range hits {
-		paths = append(paths, h.Method+" "+h.Path)
+		what := h.Method + " " + h.Path
+		if h.Service != canary.ServiceAWS && h.Service != canary.ServiceGCP && h.Service != canary.ServiceAzure {
+			what = strings.TrimSpace(h.Transport + " " + h.Local + " " + what)
+		}
+		seen = append(seen, what)
 	}
-	return []evidence.Item{{Source: evidence.SourceCanary, Kind: "metadata-hit", Indicates: probes.Escaped,
-		Summary: fmt.Sprintf("%d request(s) with the probe's token reached the metadata canary: %s", len(hits), truncate(strings.Join(paths, ", "), 300)),
-		Data:    map[string]string{"token": token, "remote": hits[0].Remote}}}
+	data := map[string]string{"token": token, "remote": hits[0].Remote}
+	if name != "metadata" {
+		data["destination"] = e.net.Role(hits[0].Local)
+		data["local"] = hits[0].Local
+	}
+	return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-hit", Indicates: probes.Escaped,
+		Summary: fmt.Sprintf("%d contact(s) with the probe's token reached the %s canary: %s", len(hits), name, truncate(strings.Join(seen, ", "), 300)),
+		Data:    data}}
 }

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"regexp"
 
@@ -31,7 +32,9 @@ func main() {
 
 const usage = `usage:
   sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
-                      [--phase plant|check] [--probe-dir D] ID [ID...]
+                      [--phase plant|check] [--probe-dir D] [--outside-addr IP]
+                      [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
+                      ID [ID...]
   sandcheck-probe list
   sandcheck-probe hold [--max 30m]
 `
@@ -72,7 +75,15 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.Marker, "marker", "", "marker for persistence probes")
 	fs.StringVar(&p.Phase, "phase", "", "plant or check, for sequence probes")
 	fs.StringVar(&p.ProbeDir, "probe-dir", runners.ProbeMount, "where the harness mounted the probe binary")
+	fs.StringVar(&p.OutsideAddr, "outside-addr", "", "harness-owned IPv4 address standing for outside (egress probes send nothing without it)")
+	fs.StringVar(&p.DNSZone, "dns-zone", "", "zone only the harness's DNS canary answers")
+	fs.StringVar(&p.ResolverAddr, "resolver-addr", "", "IP:PORT of the resolver the harness configured")
+	fs.StringVar(&p.OtherResolverAddr, "other-resolver-addr", "", "IP:PORT of a DNS server the sandbox was not configured to use")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := checkAddrs(p); err != nil {
+		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 		return 2
 	}
 	for name, v := range map[string]string{"token": p.Token, "run-id": p.RunID, "marker": p.Marker} {
@@ -118,4 +129,29 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// zonePattern is what the harness may pass as a DNS zone.
+var zonePattern = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.){0,8}[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// checkAddrs accepts only literal addresses: probes never resolve a name
+// the harness gave them, so they reach exactly what they were told.
+func checkAddrs(p probes.Params) error {
+	if p.OutsideAddr != "" {
+		if a, err := netip.ParseAddr(p.OutsideAddr); err != nil || !a.Is4() {
+			return fmt.Errorf("--outside-addr must be an IPv4 address, not %q", p.OutsideAddr)
+		}
+	}
+	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr} {
+		if v == "" {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is4() {
+			return fmt.Errorf("--%s must be IPv4:PORT, not %q", name, v)
+		}
+	}
+	if p.DNSZone != "" && !zonePattern.MatchString(p.DNSZone) {
+		return fmt.Errorf("--dns-zone must be a lower-case DNS name, not %q", p.DNSZone)
+	}
+	return nil
 }

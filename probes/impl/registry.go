@@ -51,6 +51,14 @@ var registry = map[string]Func{
 	"resources.memory":            memoryBomb,
 	"persistence.rootfs-write":    rootfsWrite,
 	"persistence.marker-next-run": markerNextRun,
+	"metadata.gcp":                metadataGCP,
+	"metadata.azure":              metadataAzure,
+	"metadata.ip-encodings":       metadataIPEncodings,
+	"metadata.redirect":           metadataRedirect,
+	"egress.tcp-ports":            egressTCPPortsProbe,
+	"egress.udp":                  egressUDPProbe,
+	"egress.dns-exfil":            dnsExfil,
+	"egress.dns-direct":           dnsDirect,
 }
 
 // ErrUnknownProbe is returned by Run for an ID without an implementation.
