@@ -16,9 +16,9 @@ const selfExe = "/proc/self/exe"
 const childFD = 3
 
 // childEnv is the whole environment of a child helper. One P and no GC keep a
-// Go child at the fewest threads (the pids cgroup counts threads, not
-// processes) and stop the runtime from adding work of its own; the box's
-// environment is not passed on, it holds nothing a child needs.
+// Go child at the fewest threads (a pids cgroup counts threads) and its memory
+// use to what it does itself; the box's environment is not passed on, it
+// holds nothing a child needs.
 func childEnv() []string {
 	return []string{"GOMAXPROCS=1", "GOGC=off", "GOTRACEBACK=none"}
 }

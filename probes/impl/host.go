@@ -12,7 +12,8 @@ import (
 
 // bindMounts lists mounts of host-backed filesystems (see hostMounts) and
 // whether each is writable. The harness's probe directory, the root
-// filesystem and the runtime's /etc files are expected and left out.
+// filesystem, the runtime's /etc files and runtime-managed volumes are
+// expected and left out (the last are listed as evidence).
 func bindMounts(_ context.Context, p probes.Params) probes.Result {
 	ms, err := readMountinfo()
 	if err != nil {
@@ -24,6 +25,15 @@ func bindMounts(_ context.Context, p probes.Params) probes.Result {
 	e := ev{}
 	e.setInt("mounts_total", len(ms))
 	e.setInt("host_mounts", len(found))
+	var managed []string
+	for _, m := range ms {
+		if managedVolume.MatchString(m.Root) {
+			managed = append(managed, m.Target)
+		}
+	}
+	if len(managed) > 0 {
+		e.setList("managed_volumes", managed) // not counted; listed for the grader
+	}
 	if len(found) == 0 {
 		return blocked("no mount of a host filesystem besides the root and the runtime's own files", e)
 	}

@@ -3,6 +3,8 @@ package impl
 import (
 	"os"
 	"testing"
+
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 // TestMain lets the test binary stand in for the probe binary when a probe
@@ -13,3 +15,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// probesParams returns empty parameters for probes that take none.
+func probesParams() probes.Params { return probes.Params{} }

@@ -49,10 +49,7 @@ type mdClient struct {
 }
 
 func newMDClient(p probes.Params, probe string) *mdClient {
-	m := &mdClient{addr: p.MetadataAddr, token: headerSafe(p.Token), probe: probe}
-	if m.addr == "" {
-		m.addr = DefaultMetadataAddr
-	}
+	m := &mdClient{addr: metadataAddr(p.MetadataAddr), token: headerSafe(p.Token), probe: probe}
 	d := &net.Dialer{Timeout: imdsTimeout}
 	tr := &http.Transport{
 		// No proxy from the environment: the probe reaches only the address
@@ -87,6 +84,19 @@ func newMDClient(p probes.Params, probe string) *mdClient {
 	return m
 }
 
+// metadataAddr is the address as HTTP will dial it: a default when none was
+// given, port 80 when none was named ("fd00:ec2::254" becomes
+// "[fd00:ec2::254]:80"), so the dial check below compares like with like.
+func metadataAddr(a string) string {
+	if a == "" {
+		return DefaultMetadataAddr
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return net.JoinHostPort(strings.Trim(a, "[]"), "80")
+	}
+	return a
+}
+
 // headerSafe keeps a token usable in a header: the binary validates tokens,
 // this only guards against a request that fails before it is sent.
 func headerSafe(s string) string {
@@ -112,7 +122,7 @@ func (m *mdClient) do(ctx context.Context, method, path string, hdr map[string]s
 	}
 	resp, err := m.http.Do(req)
 	if err != nil {
-		return 0, "", fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, "", fmt.Errorf("querying the metadata service: %w", err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, imdsMaxBody))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -145,9 +146,18 @@ var runtimeFiles = map[string]bool{
 	"/etc/hosts": true, "/etc/hostname": true, "/etc/resolv.conf": true,
 }
 
+// managedVolume matches the root (path inside its filesystem) of storage the
+// runtime creates for the box rather than a host folder someone chose: Docker
+// and Podman named volumes (<root>/volumes/<name>/_data) and a Kubernetes
+// pod's own volumes and files (emptyDir, projected tokens, etc-hosts,
+// termination-log under kubelet's pods/<uid>/). Whether such storage outlives
+// the run is persistence.marker-next-run's question, not this one's. gVisor
+// shows every mount's root as "/", so there nothing matches.
+var managedVolume = regexp.MustCompile(`/volumes/[^/]+/_data(/|$)|/pods/[0-9a-f-]{36}/(volumes|volume-subpaths|containers|etc-hosts)(/|$)`)
+
 // hostMounts returns the mounts that expose host data: see hostFSTypes and
-// bindableFSTypes. The root filesystem, the runtime's name-resolution files
-// and the harness's probe directory are left out.
+// bindableFSTypes. The root filesystem, the runtime's name-resolution files,
+// runtime-managed volumes and the harness's probe directory are left out.
 func hostMounts(ms []mount, probeDir string) []mount {
 	fresh := map[string]bool{} // devices the box has a whole mount of
 	for _, m := range ms {
@@ -157,7 +167,7 @@ func hostMounts(ms []mount, probeDir string) []mount {
 	}
 	var out []mount
 	for _, m := range ms {
-		if m.Target == "/" || runtimeFiles[m.Target] || underDir(m.Target, probeDir) {
+		if m.Target == "/" || runtimeFiles[m.Target] || underDir(m.Target, probeDir) || managedVolume.MatchString(m.Root) {
 			continue
 		}
 		switch {

@@ -102,8 +102,11 @@ func killAll(pids []int) {
 // holding a copy of the parent's memory, where locks may be held by threads
 // that do not exist in it, so it must not enter the Go runtime (hence
 // nosplit: no stack growth). It sets its parent-death signal, leaves if the
-// parent is already gone, moves to a process group of its own, sleeps for
-// life and exits.
+// parent is already gone, closes every inherited descriptor (so that no
+// sleeper holds the harness's output pipe open), moves to a process group of
+// its own, sleeps for life and exits. close_range is missing on kernels
+// before 5.9 and in some gVisor versions; the sleeper then keeps its
+// descriptors until it is killed with the others.
 //
 //go:nosplit
 //go:norace
@@ -116,6 +119,7 @@ func forkSleeper(ppid uintptr, life *unix.Timespec) (int, unix.Errno) {
 	if p, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); p != ppid {
 		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 	}
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, uintptr(^uint32(0)), 0)
 	syscall.RawSyscall(syscall.SYS_SETPGID, 0, 0, 0)
 	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(life)), 0, 0)
 	syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
@@ -152,8 +156,13 @@ const (
 // is an escape; the child killed by SIGKILL (the OOM killer at the memory
 // limit) or refused a mapping before the bound is blocked.
 func memoryBomb(ctx context.Context, _ probes.Params) probes.Result {
+	return memHog(ctx, memBoundMiB, memChunkMiB)
+}
+
+// memHog runs the memory child with the given bound and chunk size.
+func memHog(ctx context.Context, boundMiB, chunkMiB int) probes.Result {
 	e := ev{}
-	e.setInt("bound_mib", memBoundMiB)
+	e.setInt("bound_mib", boundMiB)
 	r, w, err := os.Pipe()
 	if err != nil {
 		e.setErr("", err)
@@ -162,7 +171,7 @@ func memoryBomb(ctx context.Context, _ probes.Params) probes.Result {
 	defer r.Close()
 	attr, done := childAttr(w)
 	p, err := os.StartProcess(selfExe, []string{"sandcheck-probe", "child", "memhog",
-		strconv.Itoa(memBoundMiB), strconv.Itoa(memChunkMiB)}, attr)
+		strconv.Itoa(boundMiB), strconv.Itoa(chunkMiB)}, attr)
 	done()
 	w.Close()
 	if err != nil {
@@ -207,7 +216,6 @@ func memoryBomb(ctx context.Context, _ probes.Params) probes.Result {
 		e.setInt("reached_mib", reached)
 		return inconclusive(fmt.Sprintf("the deadline came at %d MiB, before the bound or a kill", reached), e)
 	}
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL) // anything the child left behind
 	<-readDone
 	mu.Lock()
 	defer mu.Unlock()
@@ -215,13 +223,20 @@ func memoryBomb(ctx context.Context, _ probes.Params) probes.Result {
 	e.set("exit", st.String())
 	e.set("last_report", last)
 	ws, _ := st.Sys().(syscall.WaitStatus)
+	o, detail := classifyMemHog(ws, last, reached)
+	return result(o, detail, e)
+}
+
+// classifyMemHog reads how the memory child ended: its wait status and its
+// last progress report.
+func classifyMemHog(ws syscall.WaitStatus, last string, reached int) (probes.Outcome, string) {
 	switch {
-	case st.Success() && strings.HasPrefix(last, "done"):
-		return escaped(fmt.Sprintf("touched %d MiB without being stopped", reached), e)
+	case ws.Exited() && ws.ExitStatus() == 0 && strings.HasPrefix(last, "done"):
+		return probes.Escaped, fmt.Sprintf("touched %d MiB without being stopped", reached)
 	case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
-		return blocked(fmt.Sprintf("the memory child was killed at %d MiB (memory limit)", reached), e)
+		return probes.Blocked, fmt.Sprintf("the memory child was killed at %d MiB (memory limit)", reached)
 	case strings.HasPrefix(last, "err ENOMEM"):
-		return blocked(fmt.Sprintf("a mapping was refused at %d MiB", reached), e)
+		return probes.Blocked, fmt.Sprintf("a mapping was refused at %d MiB", reached)
 	}
-	return inconclusive("the memory child ended in an unexpected way", e)
+	return probes.Inconclusive, "the memory child ended in an unexpected way"
 }

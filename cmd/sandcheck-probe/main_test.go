@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/probes/impl"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	buildDir  string
+)
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildProbe builds the binary once, the way the harness does (static, no
+// cgo).
+func buildProbe(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to build the probe binary")
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "sandcheck-probe-test-"); buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(buildDir, "sandcheck-probe")
+		cmd := exec.Command(gobin, "build", "-o", builtBin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the probe: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// unsafeOnHost are the probes never run outside a sandbox: the bombs, and the
+// marker planting (its check phase is safe and runs).
+var unsafeOnHost = []string{"resources.fork-bomb", "resources.memory"}
+
+func TestBinary(t *testing.T) {
+	bin := buildProbe(t)
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("running %v: %v", args, err)
+		}
+		return out.String(), errb.String(), code
+	}
+
+	t.Run("list is the catalog", func(t *testing.T) {
+		out, _, code := run("list")
+		var want []string
+		for _, s := range probes.Catalog() {
+			want = append(want, s.ID)
+		}
+		if got := strings.Fields(out); code != 0 || !slices.Equal(got, want) {
+			t.Errorf("list exit %d, ids %v; want %v", code, got, want)
+		}
+	})
+
+	t.Run("usage errors exit 2", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"run", "host.nope"},
+			{"run", "privilege.seccomp", "host.nope"},
+			{"run"},
+			{"run", "--token", "a b", "privilege.seccomp"},
+			{"run", "--phase", "later", "privilege.seccomp"},
+			{"frobnicate"},
+			{},
+		} {
+			out, stderr, code := run(args...)
+			if code != 2 || out != "" || stderr == "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, a message", args, code, out, stderr)
+			}
+		}
+	})
+
+	t.Run("safe probes on the host", func(t *testing.T) {
+		imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte("canary-role\n"))
+		}))
+		defer imds.Close()
+		var ids []string
+		for _, id := range impl.IDs() {
+			if !slices.Contains(unsafeOnHost, id) {
+				ids = append(ids, id)
+			}
+		}
+		args := append([]string{"run", "--token", "t-host", "--marker", "m-host-check", "--phase", "check",
+			"--probe-dir", filepath.Dir(bin), "--metadata-addr", strings.TrimPrefix(imds.URL, "http://")}, ids...)
+		out, stderr, code := run(args...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		res, err := probes.ParseResults(strings.NewReader(out))
+		if err != nil {
+			t.Fatalf("output rejected: %v\n%s", err, out)
+		}
+		if len(res) != len(ids) {
+			t.Fatalf("%d results for %d probes", len(res), len(ids))
+		}
+		for i, r := range res {
+			if r.Probe != ids[i] {
+				t.Errorf("result %d is %s, want %s", i, r.Probe, ids[i])
+			}
+			t.Logf("%-30s %-13s %s", r.Probe, r.Outcome, r.Detail)
+		}
+		if res[0].Outcome != probes.Escaped {
+			t.Errorf("imdsv1 against a loopback canary: %s, want escaped", res[0].Outcome)
+		}
+	})
+}
+
+func TestHoldExitsOnSIGTERM(t *testing.T) {
+	bin := buildProbe(t)
+	cmd := exec.Command(bin, "hold", "--max", "1m")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let it install its handlers
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("hold exited with %v, want 0", err)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("hold ignored SIGTERM")
+	}
+}
+
+func TestHoldExitsAfterMax(t *testing.T) {
+	bin := buildProbe(t)
+	start := time.Now()
+	out, err := exec.Command(bin, "hold", "--max", "200ms").CombinedOutput()
+	if err != nil || time.Since(start) > 5*time.Second {
+		t.Errorf("hold --max 200ms: %v after %s: %s", err, time.Since(start), out)
+	}
+}
