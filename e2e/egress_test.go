@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+)
+
+// harnessOutside are the documentation addresses the harness holds on its
+// bridge as "outside" (netharness: the sinks and the second resolver).
+var harnessOutside = []netip.Addr{netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.53")}
+
+var metadataIP = netip.MustParseAddr("169.254.169.254")
+
+// TestWeakEgressReachesOnlyHarnessAddresses runs the egress and metadata
+// probes on the weak reference, where they escape, and checks that every
+// destination seen, by the canaries, by the kernel tracer and in the probes'
+// own reports, is an address the harness owns on this machine (the run's
+// bridge subnet, the metadata address, the outside addresses) or the
+// sandbox's own loopback. Nothing went anywhere else.
+func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--label-filter", "egress || metadata")
+	rec := r.mustRecord(t)
+	hits := canaryHits(t, r.out)
+	if len(hits) == 0 {
+		t.Fatal("no canary hit recorded: the weak reference must reach the canaries")
+	}
+	// The run's subnet, from the sandbox addresses the canaries saw.
+	var subnet netip.Prefix
+	for _, h := range hits {
+		ap, err := netip.ParseAddrPort(h.Remote)
+		if err != nil || !netip.MustParsePrefix("169.254.0.0/16").Contains(ap.Addr()) {
+			t.Errorf("hit from %q, not a sandbox on a harness bridge", h.Remote)
+			continue
+		}
+		p, _ := ap.Addr().Prefix(24)
+		if subnet.IsValid() && p != subnet {
+			t.Errorf("hits from two subnets: %s and %s", subnet, p)
+		}
+		subnet = p
+	}
+	owned := func(a netip.Addr) bool {
+		a = a.Unmap()
+		return a.IsLoopback() || a == metadataIP || (subnet.IsValid() && subnet.Contains(a)) ||
+			a == harnessOutside[0] || a == harnessOutside[1]
+	}
+	for _, h := range hits {
+		ap, err := netip.ParseAddrPort(h.Local)
+		if err != nil || !owned(ap.Addr()) {
+			t.Errorf("a %s hit arrived on %q, not a harness address", h.Service, h.Local)
+		}
+	}
+	checked := 0
+	for _, res := range rec.Results {
+		for _, it := range res.Evidence {
+			var addrs []string
+			switch {
+			case it.Source == evidence.SourceTracer && it.Kind == "tracer-connect":
+				addrs = append(addrs, it.Data["address"])
+			case it.Source == evidence.SourceProbe:
+				for _, k := range []string{"addr", "server", "resolver", "redirector"} {
+					if v := it.Data[k]; v != "" {
+						addrs = append(addrs, v)
+					}
+				}
+			}
+			for _, s := range addrs {
+				checked++
+				a, err := parseDest(s)
+				if err != nil {
+					t.Errorf("%s: %s/%s names destination %q, which does not parse: %v", res.Probe, it.Source, it.Kind, s, err)
+					continue
+				}
+				if !owned(a) {
+					t.Errorf("%s: %s/%s reached %s, not a harness address", res.Probe, it.Source, it.Kind, s)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no destination found in the results to check")
+	}
+	t.Logf("%d canary hits and %d reported destinations, all on harness addresses (subnet %s)", len(hits), checked, subnet)
+}
+
+// parseDest reads "ip", "ip:port" or "[ip]:port".
+func parseDest(s string) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), nil
+	}
+	return netip.ParseAddr(strings.Trim(s, "[]"))
+}
+
+type hit struct {
+	Service string `json:"service"`
+	Remote  string `json:"remote"`
+	Local   string `json:"local"`
+}
+
+// canaryHits reads the canary-hit events of the run's evidence log.
+func canaryHits(t *testing.T, out string) []hit {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, "evidence.jsonl"))
+	if err != nil {
+		t.Fatalf("evidence.jsonl: %v", err)
+	}
+	defer f.Close()
+	var hits []hit
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Type != "canary-hit" {
+			continue
+		}
+		var h hit
+		if err := json.Unmarshal(ev.Data, &h); err != nil {
+			t.Fatalf("canary-hit event: %v", err)
+		}
+		hits = append(hits, h)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading evidence.jsonl: %v", err)
+	}
+	return hits
+}
