@@ -13,9 +13,9 @@ import (
 
 // ourPrograms lists the loaded BPF programs named like the tracer's (sc_*),
 // whoever loaded them.
-func ourPrograms(t *testing.T) []string {
+func ourPrograms(t *testing.T) map[ebpf.ProgramID]string {
 	t.Helper()
-	var names []string
+	names := map[ebpf.ProgramID]string{}
 	id := ebpf.ProgramID(0)
 	for {
 		next, err := ebpf.ProgramGetNextID(id)
@@ -33,7 +33,7 @@ func ourPrograms(t *testing.T) []string {
 		info, err := p.Info()
 		p.Close()
 		if err == nil && strings.HasPrefix(info.Name, "sc_") {
-			names = append(names, info.Name)
+			names[id] = info.Name
 		}
 	}
 }
