@@ -27,7 +27,7 @@ import (
 
 // testImage is a FROM scratch + busybox image built for the tests (busybox
 // nc works; its wget segfaults there).
-const testImage = "sc-test:dev"
+const testImage = "sandcheck/runner:dev" // built by `make images`, which `make test` runs first
 
 // needHost skips unless the test runs as root with a reachable Docker engine
 // and the test image; CI provides all three, so CI runs these tests.

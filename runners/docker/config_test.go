@@ -140,14 +140,14 @@ func TestNewRefusesNonsense(t *testing.T) {
 	} {
 		d := hardenedCfg()
 		mutate(&d)
-		if _, err := New(d, "sc-test:dev"); err == nil {
+		if _, err := New(d, testImage); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	if _, err := New(hardenedCfg(), ""); err == nil {
 		t.Error("empty image accepted")
 	}
-	if _, err := New(hardenedCfg(), "sc-test:dev"); err != nil {
+	if _, err := New(hardenedCfg(), testImage); err != nil {
 		t.Errorf("the hardened configuration was refused: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestStartRefusesBadSpecs(t *testing.T) {
 		"relative probe dir":      {hardenedCfg(), runners.SandboxSpec{ProbeDir: "probes"}, "not an absolute path"},
 		"bad env":                 {hardenedCfg(), runners.SandboxSpec{ProbeDir: probes, Env: map[string]string{"": "x"}}, "env name"},
 	} {
-		r, err := New(tc.cfg, "sc-test:dev")
+		r, err := New(tc.cfg, testImage)
 		if err != nil {
 			t.Fatal(err)
 		}

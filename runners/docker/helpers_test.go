@@ -19,7 +19,7 @@ import (
 )
 
 // testImage is built locally (FROM scratch plus a static busybox).
-const testImage = "sc-test:dev"
+const testImage = "sandcheck/runner:dev" // built by `make images`, which `make test` runs first
 
 // testDNS is the resolver tests give sandboxes: Docker's own embedded
 // resolver address, never reached (the tests use network none).
