@@ -21,7 +21,9 @@ const (
 	OutsideLabel  = "outside"
 	MetadataLabel = "metadata"
 	ExfilLabel    = "x"
-	RebindPrefix  = "rebind-"
+	// MirrorLabel names the package mirror ("mirror.<zone>").
+	MirrorLabel  = "mirror"
+	RebindPrefix = "rebind-"
 )
 
 // Bounds of the DNS canary.
@@ -52,6 +54,15 @@ type DNSOptions struct {
 	// Metadata is the address "metadata.<zone>" and the second and later
 	// answers of a rebinding name resolve to (169.254.169.254 if unset).
 	Metadata netip.Addr
+	// Mirror is the address "mirror.<zone>" resolves to (no answer when
+	// unset).
+	Mirror netip.Addr
+	// Allow, when set, makes the server a filtering resolver instead of a
+	// canary: it answers only these names (relative to the zone, e.g.
+	// "mirror") and refuses every other, in the zone or not, as a platform
+	// resolver with an allowlist does. Its hits are recorded as
+	// ServiceDNSFilter: a refused query went nowhere, so it is no escape.
+	Allow []string
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -66,6 +77,8 @@ type DNS struct {
 	zone     string // lower case, fully qualified
 	outside  netip.Addr
 	metadata netip.Addr
+	mirror   netip.Addr
+	allow    map[string]bool // nil: a canary, not a filter
 	now      func() time.Time
 	inflight chan struct{}
 
@@ -90,7 +103,16 @@ func NewDNS(opts DNSOptions) *DNS {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	var allow map[string]bool
+	if opts.Allow != nil {
+		allow = make(map[string]bool, len(opts.Allow))
+		for _, a := range opts.Allow {
+			allow[strings.ToLower(strings.TrimSuffix(a, "."))] = true
+		}
+	}
 	return &DNS{
+		allow:    allow,
+		mirror:   opts.Mirror,
 		rec:      opts.Recorder,
 		log:      opts.Logger,
 		zone:     dns.Fqdn(strings.ToLower(opts.Zone)),
@@ -149,6 +171,9 @@ func (d *DNS) Answer(req *dns.Msg) (*dns.Msg, Hit) {
 	resp.RecursionAvailable = false
 	resp.Compress = true
 	hit := Hit{Time: d.now().UTC(), Service: ServiceDNS, Method: "?"}
+	if d.allow != nil {
+		hit.Service = ServiceDNSFilter
+	}
 	if req.Opcode != dns.OpcodeQuery {
 		resp.SetRcode(req, dns.RcodeNotImplemented)
 		resp.Authoritative = false
@@ -186,8 +211,15 @@ func (d *DNS) answer(resp *dns.Msg, qtype uint16, name string) {
 		return
 	}
 	rel := strings.TrimSuffix(strings.TrimSuffix(name, d.zone), ".")
+	if d.allow != nil && !d.allow[rel] {
+		resp.Rcode = dns.RcodeRefused
+		resp.Authoritative = false
+		return
+	}
 	var addr netip.Addr
 	switch {
+	case rel == MirrorLabel:
+		addr = d.mirror
 	case rel == "" || rel == OutsideLabel:
 		addr = d.outside
 	case rel == MetadataLabel:

@@ -129,7 +129,6 @@ func TestDNSBounds(t *testing.T) {
 	}
 }
 
-
 // TestServeDNSLoopback answers real clients over UDP and TCP and survives
 // garbage on both.
 func TestServeDNSLoopback(t *testing.T) {
@@ -214,4 +213,28 @@ func FuzzDNSAnswer(f *testing.F) {
 			t.Fatalf("answer does not pack: %v\n%v", err, resp)
 		}
 	})
+}
+
+// TestDNSFilterAnswersOnlyAllowed: a filtering resolver resolves the
+// mirror and refuses every other name, exfiltration names included, and
+// records its hits as dns-filter, never as the canary.
+func TestDNSFilterAnswersOnlyAllowed(t *testing.T) {
+	rec := NewRecorder(0, nil)
+	mirror := netip.MustParseAddr("198.51.100.80")
+	d := NewDNS(DNSOptions{Recorder: rec, Outside: testOutside, Mirror: mirror, Allow: []string{MirrorLabel}})
+	resp, hit := d.Answer(query("mirror."+DefaultZone, dns.TypeA))
+	if got := firstA(t, resp); got != mirror || hit.Service != ServiceDNSFilter {
+		t.Errorf("mirror: answer %s service %s, want %s from %s", got, hit.Service, mirror, ServiceDNSFilter)
+	}
+	for _, name := range []string{"tok123.egress.dns-exfil.x." + DefaultZone, "outside." + DefaultZone, DefaultZone, "rebind-1." + DefaultZone, "example.com"} {
+		resp, hit := d.Answer(query(name, dns.TypeA))
+		if resp.Rcode != dns.RcodeRefused || len(resp.Answer) > 0 || hit.Service != ServiceDNSFilter {
+			t.Errorf("%s: rcode %s, %d answers, service %s; want REFUSED, none, %s", name, dns.RcodeToString[resp.Rcode], len(resp.Answer), hit.Service, ServiceDNSFilter)
+		}
+	}
+	// The canary itself resolves the mirror too.
+	c := NewDNS(DNSOptions{Outside: testOutside, Mirror: mirror})
+	if resp, hit := c.Answer(query("mirror."+DefaultZone, dns.TypeA)); firstA(t, resp) != mirror || hit.Service != ServiceDNS {
+		t.Errorf("canary: mirror answer %v service %s", resp.Answer, hit.Service)
+	}
 }

@@ -13,6 +13,10 @@ const (
 	// ServiceDNS is the DNS canary: Method is the query type, Path the
 	// queried name, Status the DNS response code.
 	ServiceDNS = "dns"
+	// ServiceDNSFilter is a filtering resolver the harness runs for a
+	// restricted egress profile (see DNSOptions.Allow): what it refused
+	// went nowhere.
+	ServiceDNSFilter = "dns-filter"
 	// ServiceTCP and ServiceUDP are the plain sinks on harness-owned
 	// "outside" addresses; ServiceHTTP is a sink connection that spoke HTTP.
 	ServiceTCP  = "tcp-sink"

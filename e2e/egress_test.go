@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 )
 
 // harnessOutside are the documentation addresses the harness holds on its
-// bridge as "outside" (netharness: the sinks and the second resolver).
-var harnessOutside = []netip.Addr{netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.53")}
+// bridge as "outside" (netharness: the sinks, the second resolver and the
+// package mirror).
+var harnessOutside = []netip.Addr{netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("198.51.100.53"), harnessMirror}
 
 var metadataIP = netip.MustParseAddr("169.254.169.254")
 
@@ -48,7 +50,7 @@ func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
 	owned := func(a netip.Addr) bool {
 		a = a.Unmap()
 		return a.IsLoopback() || a == metadataIP || (subnet.IsValid() && subnet.Contains(a)) ||
-			a == harnessOutside[0] || a == harnessOutside[1]
+			slices.Contains(harnessOutside, a)
 	}
 	for _, h := range hits {
 		ap, err := netip.ParseAddrPort(h.Local)

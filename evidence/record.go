@@ -61,6 +61,9 @@ type Target struct {
 	Path    string `json:"path"`
 	Digest  string `json:"digest"` // sha256 of the file's bytes
 	Profile string `json:"profile"`
+	// Egress is the egress profile the target declares, or the one its
+	// network implies (none, mirror-only, broker-only, proxy-only, open).
+	Egress string `json:"egress,omitempty"`
 }
 
 // Image is the sandbox image.

@@ -23,7 +23,13 @@ var (
 	// otherResolverIP holds a DNS canary that is not the sandbox's
 	// configured resolver (DNS straight to another server).
 	otherResolverIP = netip.MustParseAddr("198.51.100.53")
+	// mirrorIP holds an HTTP sink standing for the platform's package
+	// mirror, the one destination a mirror-only sandbox may reach.
+	mirrorIP = netip.MustParseAddr("198.51.100.80")
 )
+
+// MirrorPort is the package mirror's HTTP port.
+const MirrorPort = 80
 
 // Ports of the canaries.
 var (
@@ -47,13 +53,16 @@ const (
 	RoleOutside       = "outside"
 	RoleOtherResolver = "other-resolver"
 	RoleResolver      = "harness-resolver"
+	// RolePackageMirror is the name profiles allow a package mirror by
+	// (policies/rego/profiles.rego, allowed_destinations).
+	RolePackageMirror = "package-mirror"
 )
 
 // metadataRedirect is where the outside sink's /redirect sends a client.
 const metadataRedirect = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
 
 // hostAddrs are the addresses the harness puts on its bridge.
-func hostAddrs() []netip.Addr { return []netip.Addr{metadataIP, outsideIP, otherResolverIP} }
+func hostAddrs() []netip.Addr { return []netip.Addr{metadataIP, outsideIP, otherResolverIP, mirrorIP} }
 
 // closer is anything the harness started and must stop.
 type closer interface{ Close(context.Context) error }
@@ -61,7 +70,7 @@ type closer interface{ Close(context.Context) error }
 // checkOutsideFree refuses a host where the outside addresses already mean
 // something: holding them would then divert real traffic.
 func checkOutsideFree(used []netip.Prefix) error {
-	for _, ip := range []netip.Addr{outsideIP, otherResolverIP} {
+	for _, ip := range []netip.Addr{outsideIP, otherResolverIP, mirrorIP} {
 		for _, u := range used {
 			if u.Contains(ip) {
 				return fmt.Errorf("choosing outside addresses: %s is already in %s on this host", ip, u)
@@ -72,18 +81,37 @@ func checkOutsideFree(used []netip.Prefix) error {
 }
 
 // startCanaries starts the DNS canary (gateway:53, gateway:DNSAltPort and
-// the other resolver's :53) and the sinks on the outside address. Every
+// the other resolver's :53), the sinks on the outside address and the
+// package mirror. They all run whatever the egress profile: the INPUT rules
+// decide which of them a sandbox reaches, and a listener it cannot reach
+// proves that by staying silent. Every
 // listener is appended to n.canaries as it starts, so Close stops what
 // started even when a later one fails.
 func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP})
+	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP, Mirror: mirrorIP})
 	gw := n.plan.Gateway.String()
-	for _, addr := range []string{
-		net.JoinHostPort(gw, strconv.Itoa(dnsPort)),
-		net.JoinHostPort(gw, strconv.Itoa(DNSAltPort)),
-		net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort)),
+	// The sandbox's resolver is the canary, except under a restricted
+	// egress profile: there it is a filtering resolver that answers the
+	// names the profile grants and refuses the rest, as the platform's
+	// would, and the canary stays on the addresses the sandbox must not
+	// reach.
+	resolver := n.dns
+	if n.egress == "mirror-only" || n.egress == "none" {
+		var allow []string
+		if n.egress == "mirror-only" {
+			allow = []string{canary.MirrorLabel}
+		}
+		resolver = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Mirror: mirrorIP, Allow: append([]string{}, allow...)})
+	}
+	for _, srv := range []struct {
+		addr string
+		d    *canary.DNS
+	}{
+		{net.JoinHostPort(gw, strconv.Itoa(dnsPort)), resolver},
+		{net.JoinHostPort(gw, strconv.Itoa(DNSAltPort)), n.dns},
+		{net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort)), n.dns},
 	} {
-		s, err := canary.ServeDNS(ctx, addr, n.dns, log)
+		s, err := canary.ServeDNS(ctx, srv.addr, srv.d, log)
 		if err != nil {
 			return fmt.Errorf("starting dns canary: %w", err)
 		}
@@ -97,6 +125,12 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		}
 		n.canaries = append(n.canaries, l)
 	}
+	mirror := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RolePackageMirror})
+	l, err := mirror.ServeTCP(ctx, n.MirrorAddr())
+	if err != nil {
+		return fmt.Errorf("starting package mirror: %w", err)
+	}
+	n.canaries = append(n.canaries, l)
 	for _, p := range SinkUDPPorts {
 		l, err := sink.ServeUDP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
 		if err != nil {
@@ -134,6 +168,15 @@ func (n *Network) DNSAltAddr() string {
 	return net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(DNSAltPort))
 }
 
+// MirrorAddr is host:port of the package mirror, an HTTP sink that answers
+// every request with "SANDCHECK-SINK package-mirror".
+func (n *Network) MirrorAddr() string {
+	return net.JoinHostPort(mirrorIP.String(), strconv.Itoa(MirrorPort))
+}
+
+// Egress is the egress profile the network enforces.
+func (n *Network) Egress() string { return n.egress }
+
 // DNSZone is the zone the DNS canary answers.
 func (n *Network) DNSZone() string { return canary.DefaultZone }
 
@@ -160,6 +203,8 @@ func (n *Network) Role(local string) string {
 		return RoleResolver
 	case metadataIP:
 		return "metadata"
+	case mirrorIP:
+		return RolePackageMirror
 	}
 	return ""
 }

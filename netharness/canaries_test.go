@@ -26,7 +26,10 @@ func TestBoundTo(t *testing.T) {
 }
 
 func TestInputRulesAcceptOnlyOwnAddresses(t *testing.T) {
-	rules := inputRules("scbr-00000000", "169.254.150.1")
+	rules, err := inputRules("scbr-00000000", "169.254.150.1", "open")
+	if err != nil {
+		t.Fatal(err)
+	}
 	last := rules[len(rules)-1]
 	if last.String() != "INPUT -i scbr-00000000 -j DROP" {
 		t.Errorf("last rule %s, want the catch-all drop", last)
@@ -42,6 +45,54 @@ func TestInputRulesAcceptOnlyOwnAddresses(t *testing.T) {
 			if netip.MustParsePrefix(banned).Overlaps(p) {
 				t.Errorf("rule %s touches %s", r, banned)
 			}
+		}
+	}
+}
+
+// TestInputRulesPerEgressProfile: mirror-only accepts the package mirror
+// and the gateway's port 53 (a filtering resolver there) and nothing else,
+// none accepts only that resolver, and both end in rejects and the catch-all drop; a profile the
+// harness has no canary for is refused.
+func TestInputRulesPerEgressProfile(t *testing.T) {
+	accepts := func(rules []rule) []string {
+		var out []string
+		for _, r := range rules {
+			if r.spec[len(r.spec)-1] != "ACCEPT" {
+				continue
+			}
+			a := r.spec[slices.Index(r.spec, "-d")+1]
+			if i := slices.Index(r.spec, "-p"); i >= 0 {
+				a += " " + r.spec[i+1] + " " + r.spec[slices.Index(r.spec, "--dport")+1]
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	gw := []string{"169.254.150.1/32 udp 53", "169.254.150.1/32 tcp 53"}
+	for egress, want := range map[string][]string{"mirror-only": append([]string{"198.51.100.80/32"}, gw...), "none": gw} {
+		rules, err := inputRules("scbr-00000000", "169.254.150.1", egress)
+		if err != nil {
+			t.Fatalf("%s: %v", egress, err)
+		}
+		if got := accepts(rules); !slices.Equal(got, want) {
+			t.Errorf("%s accepts %v, want %v", egress, got, want)
+		}
+		var tail []string
+		for _, r := range rules[len(rules)-3:] {
+			tail = append(tail, r.String())
+		}
+		wantTail := []string{
+			"INPUT -i scbr-00000000 -p tcp -j REJECT --reject-with tcp-reset",
+			"INPUT -i scbr-00000000 -p udp -j REJECT --reject-with icmp-port-unreachable",
+			"INPUT -i scbr-00000000 -j DROP",
+		}
+		if !slices.Equal(tail, wantTail) {
+			t.Errorf("%s ends with %v, want %v", egress, tail, wantTail)
+		}
+	}
+	for _, egress := range []string{"broker-only", "proxy-only", "bogus"} {
+		if _, err := inputRules("scbr-00000000", "169.254.150.1", egress); err == nil {
+			t.Errorf("%s: want an error (no canary stands for it)", egress)
 		}
 	}
 }

@@ -28,17 +28,43 @@ func forwardRules(bridge string) []rule {
 	}
 }
 
-// inputRules let packets from the bridge reach only the harness's own
-// addresses on the host (the metadata canary, the outside addresses with
-// their sinks and second resolver, and the gateway with the DNS canary);
-// everything else the host listens on stays out of the sandbox's reach.
-// Order matters: the accepts precede the drop.
-func inputRules(bridge, gateway string) []rule {
+// inputRules let packets from the bridge reach only the harness addresses
+// the egress profile grants; everything else the host listens on stays out
+// of the sandbox's reach. Open (or empty) grants every harness address (the
+// metadata canary, the outside addresses with their sinks, second resolver
+// and package mirror, and the gateway with the DNS canary); mirror-only
+// grants the package mirror and the filtering resolver on the gateway's
+// port 53; none grants that resolver alone. Under a profile
+// that grants less than everything, TCP and UDP are rejected rather than
+// dropped, so the sandbox's own resolver (Docker's 127.0.0.11) fails at once
+// instead of timing out and the probes get a clear "refused". Order
+// matters: the accepts precede the rejects and the drop.
+func inputRules(bridge, gateway, egress string) ([]rule, error) {
+	var allowed []netip.Addr
+	switch egress {
+	case "", "open":
+		allowed = append(hostAddrs(), netip.MustParseAddr(gateway))
+	case "mirror-only":
+		allowed = []netip.Addr{mirrorIP}
+	case "none":
+	default:
+		return nil, fmt.Errorf("egress profile %q: the harness has no canary standing for what it allows (it serves none, mirror-only and open)", egress)
+	}
 	var rules []rule
-	for _, a := range append(hostAddrs(), netip.MustParseAddr(gateway)) {
+	for _, a := range allowed {
 		rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", a.String() + "/32", "-j", "ACCEPT"}})
 	}
-	return append(rules, rule{"INPUT", []string{"-i", bridge, "-j", "DROP"}})
+	if egress != "" && egress != "open" {
+		// The sandbox's resolver, a filtering one under these profiles (see
+		// startCanaries), on its port 53 only.
+		for _, proto := range []string{"udp", "tcp"} {
+			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", proto, "--dport", "53", "-j", "ACCEPT"}})
+		}
+		rules = append(rules,
+			rule{"INPUT", []string{"-i", bridge, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}},
+			rule{"INPUT", []string{"-i", bridge, "-p", "udp", "-j", "REJECT", "--reject-with", "icmp-port-unreachable"}})
+	}
+	return append(rules, rule{"INPUT", []string{"-i", bridge, "-j", "DROP"}}), nil
 }
 
 // bridgePattern matches the names of harness bridges.

@@ -66,6 +66,9 @@ type Options struct {
 	MaxHits int
 	// LockPath overrides DefaultLockPath.
 	LockPath string
+	// Egress is the egress profile the network enforces in its INPUT rules
+	// (see inputRules): "" or open, mirror-only or none.
+	Egress string
 }
 
 // Network is one run's harness network. Its methods are safe for concurrent
@@ -78,6 +81,7 @@ type Network struct {
 
 	id, name, bridge string
 	plan             plan
+	egress           string
 
 	rules    []rule // inserted, in order
 	addrDone bool
@@ -104,6 +108,9 @@ func Create(ctx context.Context, opts Options) (n *Network, err error) {
 	}
 	if opts.Docker == nil {
 		return nil, errors.New("creating harness network: no docker client")
+	}
+	if _, err := inputRules("check", "169.254.0.1", opts.Egress); err != nil {
+		return nil, fmt.Errorf("creating harness network: %w", err)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -189,8 +196,12 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 		return err
 	}
 	// Fence first, so nothing on the bridge is reachable unfenced.
-	rules := append(forwardRules(n.bridge), inputRules(n.bridge, n.plan.Gateway.String())...)
-	n.rules, err = insertRules(n.ipt, rules)
+	in, err := inputRules(n.bridge, n.plan.Gateway.String(), opts.Egress)
+	if err != nil {
+		return err
+	}
+	n.egress = opts.Egress
+	n.rules, err = insertRules(n.ipt, append(forwardRules(n.bridge), in...))
 	if err != nil {
 		return err
 	}

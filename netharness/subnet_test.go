@@ -91,7 +91,10 @@ func TestRuleMatching(t *testing.T) {
 }
 
 func TestInputRulesAcceptBeforeDrop(t *testing.T) {
-	r := inputRules("scbr-00000000", "169.254.120.1")
+	r, err := inputRules("scbr-00000000", "169.254.120.1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	last := r[len(r)-1].spec
 	if last[len(last)-1] != "DROP" || strings.Contains(strings.Join(last, " "), "-d") {
 		t.Fatalf("last INPUT rule %v should be the catch-all drop", last)

@@ -28,6 +28,9 @@ type Params struct {
 	// OtherResolverAddr is host:port of a DNS server the sandbox was not
 	// configured to use.
 	OtherResolverAddr string
+	// MirrorAddr is host:port of the package mirror the harness runs (an
+	// HTTP sink), the destination a mirror-only profile grants.
+	MirrorAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

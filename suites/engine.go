@@ -91,7 +91,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	e.rec = &evidence.Record{
 		Schema: evidence.Schema, RunID: runID, StartedAt: e.started.UTC(), StartedBy: cfg.StartedBy,
 		Tool:   evidence.Tool{Version: cfg.Version},
-		Target: evidence.Target{Name: tg.Name, Path: tg.Path, Digest: tg.Digest, Profile: tg.Profile},
+		Target: evidence.Target{Name: tg.Name, Path: tg.Path, Digest: tg.Digest, Profile: tg.Profile, Egress: tg.EgressProfile()},
 		Runner: tg.Runner, Image: evidence.Image{Ref: tg.Image}, Host: hostInfo(),
 	}
 	if tg.Docker != nil {
@@ -131,7 +131,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli}); err != nil {
+		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile()}); err != nil {
 			return nil, fmt.Errorf("creating harness network: %w", err)
 		}
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
@@ -393,7 +393,8 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 	if e.net != nil {
 		argv = append(argv, "--metadata-addr", e.net.MetadataAddr(),
 			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),
-			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr())
+			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr(),
+			"--mirror-addr", e.net.MirrorAddr())
 	}
 	if phase != "" {
 		argv = append(argv, "--marker", marker, "--phase", phase)

@@ -212,6 +212,14 @@ func (v *validator) checkDocker(d *Docker) {
 	} else if d.Network == "host" || d.Network == "bridge" || d.Network == "default" {
 		v.add("$.docker.network", "%q would reach beyond the harness's own addresses; use none, harness or a dedicated network", d.Network)
 	}
+	if d.Egress != "" {
+		switch {
+		case !slices.Contains(EgressProfiles, d.Egress):
+			v.add("$.docker.egress", "%q is not one of %v", d.Egress, EgressProfiles)
+		case d.Network == "none" && d.Egress != EgressNone:
+			v.add("$.docker.egress", "%q needs a network, but docker.network is none", d.Egress)
+		}
+	}
 	for i, m := range d.Mounts {
 		p := fmt.Sprintf("$.docker.mounts[%d]", i)
 		if m.Source == "" {

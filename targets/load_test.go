@@ -37,6 +37,8 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"bad tmpfs size", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  tmpfs:\n    - {path: /tmp, size: lots}\n", "$.docker.tmpfs[0].size"},
 		{"not yaml", "schema: [\n", "t.yaml:"},
 		{"unknown runner", "schema: sandcheck.dev/target/v1\nname: x\nrunner: lxc\nimage: i\nprofile: high-risk-code\n", "$.runner: \"lxc\""},
+		{"bad egress", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: package-build\ndocker:\n  runtime: runc\n  network: harness\n  egress: mirrors\n", "t.yaml:9:11: $.docker.egress: \"mirrors\" is not one of"},
+		{"egress without network", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: package-build\ndocker:\n  runtime: runc\n  network: none\n  egress: mirror-only\n", "t.yaml:9:11: $.docker.egress: \"mirror-only\" needs a network"},
 		{"reserved env", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  env: {SANDCHECK_TOKEN: x}\n", "reserved"},
 	}
 	for _, c := range cases {
@@ -82,5 +84,19 @@ func TestResolveMountsCreatesOnlyInsideRunDir(t *testing.T) {
 	tg.Docker.Mounts[0].Source = "missing"
 	if _, err := tg.ResolveMounts(run); err == nil {
 		t.Fatal("a missing source outside the run dir must be an error")
+	}
+}
+
+func TestEgressProfile(t *testing.T) {
+	for _, c := range []struct{ network, egress, want string }{
+		{"none", "", EgressNone},
+		{"harness", "", EgressOpen},
+		{"harness", EgressMirrorOnly, EgressMirrorOnly},
+		{"none", EgressNone, EgressNone},
+	} {
+		tg := &Target{Docker: &Docker{Network: c.network, Egress: c.egress}}
+		if got := tg.EgressProfile(); got != c.want {
+			t.Errorf("network %q egress %q: EgressProfile() = %q, want %q", c.network, c.egress, got, c.want)
+		}
 	}
 }

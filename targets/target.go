@@ -64,11 +64,44 @@ type Docker struct {
 	// reaches only harness-owned addresses) or the name of an existing
 	// Docker network.
 	Network string `yaml:"network"`
+	// Egress is the egress profile the platform promises for the sandbox:
+	// none, mirror-only, broker-only, proxy-only or open (see EgressProfiles).
+	// Empty means none on network none and open otherwise. On the harness
+	// network the harness enforces it, so a sandbox reaches only what the
+	// profile grants.
+	Egress string `yaml:"egress,omitempty"`
 	// Mounts are bind mounts of host paths. A relative source is relative to
 	// the target file; ${SANDCHECK_RUN_DIR} expands to the run's own folder.
 	Mounts []Mount `yaml:"mounts,omitempty"`
 	// Env is added to the container environment.
 	Env map[string]string `yaml:"env,omitempty"`
+}
+
+// The egress profiles a target may declare.
+const (
+	EgressNone       = "none"
+	EgressMirrorOnly = "mirror-only"
+	EgressBrokerOnly = "broker-only"
+	EgressProxyOnly  = "proxy-only"
+	EgressOpen       = "open"
+)
+
+// EgressProfiles lists the egress profiles, most restrictive first.
+var EgressProfiles = []string{EgressNone, EgressMirrorOnly, EgressBrokerOnly, EgressProxyOnly, EgressOpen}
+
+// EgressProfile is the target's effective egress profile: the declared one,
+// or none for a sandbox without a network and open otherwise.
+func (t *Target) EgressProfile() string {
+	if t.Docker == nil {
+		return ""
+	}
+	if t.Docker.Egress != "" {
+		return t.Docker.Egress
+	}
+	if t.Docker.Network == "none" {
+		return EgressNone
+	}
+	return EgressOpen
 }
 
 // Tmpfs is one size-limited tmpfs mount.

@@ -81,6 +81,7 @@ var registry = map[string]Func{
 	"egress.udp":                  egressUDPProbe,
 	"egress.dns-exfil":            dnsExfil,
 	"egress.dns-direct":           dnsDirect,
+	"egress.package-mirror":       packageMirror,
 }
 
 // ErrUnknownProbe is returned by Run for an ID without an implementation.
