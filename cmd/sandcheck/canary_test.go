@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/sandcheck/sandcheck/canary"
+)
+
+// freePort finds a loopback port free for both TCP and UDP.
+func freePort(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		pc, err := net.ListenPacket("udp4", addr)
+		l.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for both TCP and UDP")
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the command writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCanaryServeWritesHits starts `canary serve` on loopback ports, sends
+// one request with a token to each canary, stops it and finds every hit,
+// attributed to the token, in the hits file.
+func TestCanaryServeWritesHits(t *testing.T) {
+	meta, dnsAddr, sink, udp := freePort(t), freePort(t), freePort(t), freePort(t)
+	hits := filepath.Join(t.TempDir(), "hits.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := canaryCmd()
+	out := &syncBuffer{}
+	cmd.SetOut(out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"serve", "--hits", hits, "--duration", "30s", "--metadata", meta, "--dns", dnsAddr,
+		"--sink", sink, "--udp-sink", udp})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "outside_addr:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("canary serve did not report its listeners:\n%s", out.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("canary serve ended early: %v\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for _, want := range []string{"metadata_addr: " + meta, "dns_addr: " + dnsAddr, "dns_zone: " + canary.DefaultZone, "sink_tcp: " + sink, "sink_udp: " + udp} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	const token = "tok123"
+	req, _ := http.NewRequest(http.MethodGet, "http://"+meta+"/latest/meta-data/", nil)
+	req.Header.Set(canary.TokenHeader, token+"/metadata.aws-imdsv1")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("metadata request: %v", err)
+	}
+	resp.Body.Close()
+	m := new(dns.Msg)
+	m.SetQuestion(token+".egress.dns-exfil.x."+canary.DefaultZone+".", dns.TypeA)
+	if _, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(m, dnsAddr); err != nil {
+		t.Fatalf("dns query: %v", err)
+	}
+	c, err := net.DialTimeout("tcp4", sink, 5*time.Second)
+	if err != nil {
+		t.Fatalf("sink: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, canary.SinkHello+token+"/egress.tcp-ports\n")
+	reply, _ := bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if !strings.HasPrefix(reply, canary.SinkReply) {
+		t.Errorf("sink replied %q", reply)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("canary serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("canary serve did not stop when its context ended")
+	}
+	f, err := os.Open(hits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var h canary.Hit
+		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+			t.Fatalf("hits line %q: %v", sc.Text(), err)
+		}
+		if h.Token == token {
+			got[h.Service] = h.Probe
+		}
+	}
+	for svc, probe := range map[string]string{canary.ServiceAWS: "metadata.aws-imdsv1", canary.ServiceDNS: "egress.dns-exfil", canary.ServiceTCP: "egress.tcp-ports"} {
+		if got[svc] != probe {
+			t.Errorf("no %s hit with the token for %s in the hits file (got %v)", svc, probe, got)
+		}
+	}
+}
+
+// TestCanaryServeRefusesWildcard: 0.0.0.0 needs --listen-any; nothing
+// else than IPv4 host:port is accepted.
+func TestCanaryServeRefusesWildcard(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		any  bool
+		ok   bool
+	}{
+		{"127.0.0.1:" + strconv.Itoa(8053), false, true},
+		{"0.0.0.0:8053", false, false},
+		{"0.0.0.0:8053", true, true},
+		{"localhost:8053", false, false},
+		{"[::1]:8053", false, false},
+	} {
+		if err := checkListen("dns", c.addr, c.any); (err == nil) != c.ok {
+			t.Errorf("checkListen(%q, listen-any %t) = %v, want ok %t", c.addr, c.any, err, c.ok)
+		}
+	}
+	cmd := canaryCmd()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"serve", "--hits", filepath.Join(t.TempDir(), "h"), "--dns", "0.0.0.0:" + strconv.Itoa(8053)})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--listen-any") {
+		t.Errorf("serving on 0.0.0.0 without --listen-any: %v, want a refusal naming --listen-any", err)
+	}
+}
