@@ -1,0 +1,64 @@
+package impl
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+func TestWorkloadCompute(t *testing.T) {
+	r := workloadCompute(context.Background(), probes.Params{})
+	if r.Outcome != probes.Escaped || r.Evidence["rounds"] == "" {
+		t.Errorf("compute: %s %s %v", r.Outcome, r.Detail, r.Evidence)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r := workloadCompute(ctx, probes.Params{}); r.Outcome != probes.Blocked {
+		t.Errorf("compute after the deadline: %s, want blocked", r.Outcome)
+	}
+}
+
+func TestWorkloadThreads(t *testing.T) {
+	r := workloadThreads(context.Background(), probes.Params{})
+	if r.Outcome != probes.Escaped || r.Evidence["distinct_tids"] != "4" {
+		t.Errorf("threads: %s %s %v", r.Outcome, r.Detail, r.Evidence)
+	}
+}
+
+func TestWorkloadScratch(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	r := workloadScratch(context.Background(), probes.Params{Token: "t"})
+	if r.Outcome != probes.Escaped {
+		t.Fatalf("scratch: %s %s %v", r.Outcome, r.Detail, r.Evidence)
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.Evidence["dir"], ".sandcheck-workload-*")); len(left) > 0 {
+		t.Errorf("scratch left %v", left)
+	}
+}
+
+func TestScratchRoundTripFails(t *testing.T) {
+	if err := scratchRoundTrip(filepath.Join(t.TempDir(), "missing"), "f", []byte("x")); err == nil {
+		t.Error("a missing folder gave no error")
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() != 0 {
+		if err := scratchRoundTrip(dir, "f", []byte("x")); err == nil {
+			t.Error("a read-only folder gave no error")
+		}
+	}
+}
+
+func TestScratchDirsOrder(t *testing.T) {
+	t.Setenv("TMPDIR", "/tmpdir")
+	d := scratchDirs()
+	if len(d) != 3 || d[0] != "/scratch" || d[1] != "/tmpdir" || d[2] != "/tmp" {
+		t.Errorf("scratchDirs() = %v", d)
+	}
+}
