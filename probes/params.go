@@ -28,6 +28,9 @@ type Params struct {
 	// OtherResolverAddr is host:port of a DNS server the sandbox was not
 	// configured to use.
 	OtherResolverAddr string
+	// DNSAltAddr is host:port of the harness's DNS canary on an alternate
+	// port (not 53).
+	DNSAltAddr string
 	// MirrorAddr is host:port of the package mirror the harness runs (an
 	// HTTP sink), the destination a mirror-only profile grants.
 	MirrorAddr string

@@ -32,7 +32,7 @@ func main() {
 
 const usage = `usage:
   sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
-                      [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT]
+                      [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       ID [ID...]
   sandcheck-probe list
@@ -80,6 +80,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.ResolverAddr, "resolver-addr", "", "IP:PORT of the resolver the harness configured")
 	fs.StringVar(&p.OtherResolverAddr, "other-resolver-addr", "", "IP:PORT of a DNS server the sandbox was not configured to use")
 	fs.StringVar(&p.MirrorAddr, "mirror-addr", "", "IP:PORT of the harness's package mirror")
+	fs.StringVar(&p.DNSAltAddr, "dns-alt-addr", "", "IP:PORT of the harness's DNS canary on an alternate port")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -143,7 +144,7 @@ func checkAddrs(p probes.Params) error {
 			return fmt.Errorf("--outside-addr must be an IPv4 address, not %q", p.OutsideAddr)
 		}
 	}
-	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr} {
+	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr} {
 		if v == "" {
 			continue
 		}

@@ -86,6 +86,8 @@ var registry = map[string]Func{
 	"egress.dns-exfil":              dnsExfil,
 	"egress.dns-direct":             dnsDirect,
 	"egress.package-mirror":         packageMirror,
+	"egress.dns-alt-port":           dnsAltPort,
+	"metadata.dns-rebinding":        metadataDNSRebinding,
 }
 
 // ErrUnknownProbe is returned by Run for an ID without an implementation.
