@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandcheck/sandcheck/canary"
 )
 
 // TestSweepRemovesDeadRun leaves a network as a crashed run would (canary
@@ -16,8 +18,11 @@ func TestSweepRemovesDeadRun(t *testing.T) {
 	n := createForTest(t, docker, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	// Die: the process's listener and flock go with it; nothing else does.
+	// Die: the process's listeners and flock go with it; nothing else does.
 	if err := n.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.stopCanaries(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.lock.release(); err != nil {
@@ -32,8 +37,8 @@ func TestSweepRemovesDeadRun(t *testing.T) {
 		t.Errorf("Sweep removed %q, want the network %s among them", removed, n.Name())
 	}
 	rules := slices.DeleteFunc(slices.Clone(removed), func(s string) bool { return !strings.Contains(s, n.Bridge()) })
-	if len(rules) != 5 {
-		t.Errorf("Sweep removed rules %q, want the 5 rules naming %s", rules, n.Bridge())
+	if len(rules) != len(n.rules) {
+		t.Errorf("Sweep removed rules %q, want the %d rules naming %s", rules, len(n.rules), n.Bridge())
 	}
 	checkGone(t, docker, n)
 }
@@ -59,8 +64,19 @@ func TestLockExcludesSecondRun(t *testing.T) {
 	if removed, err := Sweep(ctx, docker); !errors.Is(err, context.DeadlineExceeded) || len(removed) > 0 {
 		t.Errorf("Sweep during a live run removed %q with error %v; want nothing removed and a deadline error", removed, err)
 	}
+	// The docker network, the bridge, every rule, every address and every
+	// socket of the canaries.
+	want := 2 + len(n.rules) + len(hostAddrs()) + 1 // the metadata canary
+	for _, c := range n.canaries {
+		switch c.(type) {
+		case *canary.DNSServer:
+			want += 2 // UDP and TCP
+		default:
+			want++
+		}
+	}
 	left, err := n.Leftovers(t.Context())
-	if err != nil || len(left) != 9 {
-		t.Errorf("live network's parts = %q (err %v), want all 9 still there", left, err)
+	if err != nil || len(left) != want {
+		t.Errorf("live network's parts = %q (err %v), want all %d still there", left, err, want)
 	}
 }
