@@ -48,6 +48,10 @@ type Spec struct {
 	// Host names the host-side evidence that can confirm or contradict the
 	// probe: canary:metadata, honeyfile, runtime:<fact>.
 	Host []string `yaml:"host,omitempty" json:"host,omitempty"`
+	// Informational marks a probe that attempts nothing and only reports
+	// facts (the fingerprint family): its outcome is not-applicable on every
+	// target, and its expect must say so (default: not-applicable).
+	Informational bool `yaml:"informational,omitempty" json:"informational,omitempty"`
 }
 
 // Placement is how the harness places a probe in sandboxes.
@@ -212,7 +216,10 @@ func (s Spec) check() error {
 		if p != "default" && !slices.Contains(Profiles, p) {
 			return fmt.Errorf("expect names unknown profile %q", p)
 		}
-		if !o.Conclusive() {
+		if s.Informational && o != NotApplicable {
+			return fmt.Errorf("expect %s: an informational probe expects not-applicable, not %q", p, o)
+		}
+		if !s.Informational && !o.Conclusive() {
 			return fmt.Errorf("expect %s: %q is not blocked or escaped", p, o)
 		}
 	}

@@ -37,20 +37,33 @@ func TestParseCatalogRejects(t *testing.T) {
 		t.Fatalf("good catalog rejected: %v", err)
 	}
 	for name, bad := range map[string]string{
-		"unknown field":     strings.Replace(good, "    sandbox: shared\n", "    sandbox: shared\n    color: red\n", 1),
-		"unknown category":  strings.Replace(good, "category: host", "category: hosts", 1),
-		"id not category":   strings.Replace(good, "id: host.x", "id: privilege.x", 1),
-		"unknown criterion": strings.Replace(good, "criterion: no-host-mount", "criterion: vibes", 1),
-		"unknown label":     strings.Replace(good, "    sandbox: shared\n", "    sandbox: shared\n    labels: [shiny]\n", 1),
-		"inconclusive":      strings.Replace(good, "{default: blocked}", "{default: inconclusive}", 1),
-		"no default":        strings.Replace(good, "{default: blocked}", "{high-risk-code: blocked}", 1),
-		"bad placement":     strings.Replace(good, "sandbox: shared", "sandbox: pooled", 1),
-		"bad timeout":       strings.Replace(good, "timeout: 5s", "timeout: soon", 1),
-		"duplicate":         good + strings.TrimPrefix(good, "probes:\n"),
+		"unknown field":         strings.Replace(good, "    sandbox: shared\n", "    sandbox: shared\n    color: red\n", 1),
+		"unknown category":      strings.Replace(good, "category: host", "category: hosts", 1),
+		"id not category":       strings.Replace(good, "id: host.x", "id: privilege.x", 1),
+		"unknown criterion":     strings.Replace(good, "criterion: no-host-mount", "criterion: vibes", 1),
+		"unknown label":         strings.Replace(good, "    sandbox: shared\n", "    sandbox: shared\n    labels: [shiny]\n", 1),
+		"inconclusive":          strings.Replace(good, "{default: blocked}", "{default: inconclusive}", 1),
+		"no default":            strings.Replace(good, "{default: blocked}", "{high-risk-code: blocked}", 1),
+		"bad placement":         strings.Replace(good, "sandbox: shared", "sandbox: pooled", 1),
+		"bad timeout":           strings.Replace(good, "timeout: 5s", "timeout: soon", 1),
+		"duplicate":             good + strings.TrimPrefix(good, "probes:\n"),
+		"not-applicable":        strings.Replace(good, "{default: blocked}", "{default: not-applicable}", 1),
+		"informational blocked": strings.Replace(good, "    sandbox: shared\n", "    sandbox: shared\n    informational: true\n", 1),
 	} {
 		if _, err := ParseCatalog([]byte(bad)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestParseCatalogInformational(t *testing.T) {
+	info := "probes:\n  - id: fingerprint.x\n    category: fingerprint\n    criterion: hardened-runtime\n    severity: info\n    description: d\n    rationale: r\n    remediation: m\n    timeout: 5s\n    sandbox: shared\n    informational: true\n    expect: {default: not-applicable}\n"
+	cat, err := ParseCatalog([]byte(info))
+	if err != nil {
+		t.Fatalf("informational spec rejected: %v", err)
+	}
+	if !cat[0].Informational || cat[0].Expected("high-risk-code") != NotApplicable {
+		t.Errorf("parsed %+v", cat[0])
 	}
 }
 

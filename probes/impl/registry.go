@@ -73,6 +73,7 @@ var registry = map[string]Func{
 	"workload.transform-subprocess": workloadSubprocess,
 	"workload.transform-threads":    workloadThreads,
 	"workload.transform-scratch":    workloadScratch,
+	"fingerprint.runtime":           fingerprintRuntime,
 	"resources.fork-bomb":           forkBomb,
 	"resources.memory":              memoryBomb,
 	"persistence.rootfs-write":      rootfsWrite,
