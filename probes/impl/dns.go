@@ -129,11 +129,21 @@ func dnsDirect(ctx context.Context, p probes.Params) probes.Result {
 	if p.OtherResolverAddr == "" || p.DNSZone == "" {
 		return noAddress("other resolver", e)
 	}
-	name := exfilName(p, "egress.dns-direct")
-	e.set("server", p.OtherResolverAddr)
+	if answered := queryUDPAndTCP(ctx, p.OtherResolverAddr, exfilName(p, "egress.dns-direct"), e); len(answered) > 0 {
+		return escaped("a DNS server the box was not configured to use answered over "+strings.Join(answered, " and "), e)
+	}
+	// A UDP query that left but whose answer was dropped shows up at the
+	// host canary, whose hit outranks this report.
+	return blocked("no DNS exchange with the other resolver was possible over UDP or TCP", e)
+}
+
+// queryUDPAndTCP asks server for name over UDP, then TCP, records each
+// answer's rcode or error in e, and returns the transports that answered.
+func queryUDPAndTCP(ctx context.Context, server, name string, e ev) []string {
+	e.set("server", server)
 	var answered []string
 	for _, netw := range []string{"udp", "tcp"} {
-		r, err := exchange(ctx, netw, p.OtherResolverAddr, name)
+		r, err := exchange(ctx, netw, server, name)
 		if err != nil {
 			e.setErr(netw+"_", err)
 			continue
@@ -142,10 +152,5 @@ func dnsDirect(ctx context.Context, p probes.Params) probes.Result {
 		answered = append(answered, netw)
 	}
 	e.setList("answered", answered)
-	if len(answered) > 0 {
-		return escaped("a DNS server the box was not configured to use answered over "+strings.Join(answered, " and "), e)
-	}
-	// A UDP query that left but whose answer was dropped shows up at the
-	// host canary, whose hit outranks this report.
-	return blocked("no DNS exchange with the other resolver was possible over UDP or TCP", e)
+	return answered
 }

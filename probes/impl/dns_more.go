@@ -25,20 +25,7 @@ func dnsAltPort(ctx context.Context, p probes.Params) probes.Result {
 	if p.DNSAltAddr == "" || p.DNSZone == "" {
 		return noAddress("alternate-port resolver", e)
 	}
-	name := exfilName(p, "egress.dns-alt-port")
-	e.set("server", p.DNSAltAddr)
-	var answered []string
-	for _, netw := range []string{"udp", "tcp"} {
-		r, err := exchange(ctx, netw, p.DNSAltAddr, name)
-		if err != nil {
-			e.setErr(netw+"_", err)
-			continue
-		}
-		e.set(netw+"_rcode", dns.RcodeToString[r.Rcode])
-		answered = append(answered, netw)
-	}
-	e.setList("answered", answered)
-	if len(answered) > 0 {
+	if answered := queryUDPAndTCP(ctx, p.DNSAltAddr, exfilName(p, "egress.dns-alt-port"), e); len(answered) > 0 {
 		return escaped("a DNS server on an alternate port answered over "+strings.Join(answered, " and "), e)
 	}
 	return blocked("no DNS exchange on the alternate port was possible over UDP or TCP", e)

@@ -132,7 +132,7 @@ func TestMetadataAddr(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                  DefaultMetadataAddr,
 		"169.254.169.254":   "169.254.169.254:80",
-		"10.0.0.1:8080":     "10.0.0.1:8080",
+		"127.0.0.1:8080":    "127.0.0.1:8080",
 		"fd00:ec2::254":     "[fd00:ec2::254]:80",
 		"[fd00:ec2::254]":   "[fd00:ec2::254]:80",
 		"[fd00:ec2::254]:8": "[fd00:ec2::254]:8",
