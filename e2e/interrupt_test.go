@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestInterruptedRunLeavesNothing interrupts a weak-reference run (SIGINT,
+// as Ctrl-C does) once its harness network is up, and checks that the run
+// still removes its sandboxes, network, bridge and firewall rules, keeps its
+// evidence and exits 2 (the harness could not finish).
+func TestInterruptedRunLeavesNothing(t *testing.T) {
+	bin := binDir(t)
+	out := t.TempDir()
+	before := bridges()
+	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out", out, "--quiet")
+	cmd.Dir = ".."
+	var se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &se, &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	// Wait (bounded) for the run's own bridge, then interrupt.
+	var ours []string
+	for deadline := time.Now().Add(60 * time.Second); len(ours) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the run never created its harness bridge\n%s", se.String())
+		}
+		ours = newOnes(before, bridges())
+	}
+	time.Sleep(2 * time.Second) // let sandboxes start too
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(120 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the run did not end within 120s of SIGINT\n%s", se.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Errorf("exit %v after SIGINT, want 2\n%s", err, se.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "evidence.jsonl")); err != nil {
+		t.Errorf("evidence.jsonl missing after SIGINT: %v", err)
+	}
+	for _, b := range ours {
+		if _, err := os.Stat("/sys/class/net/" + b); err == nil {
+			t.Errorf("bridge %s survived the interrupted run", b)
+		}
+		rules, err := exec.Command("iptables", "-S").Output()
+		if err != nil {
+			t.Errorf("iptables -S: %v", err)
+		} else if strings.Contains(string(rules), b) {
+			t.Errorf("firewall rules naming %s survived the interrupted run", b)
+		}
+	}
+	for _, q := range [][]string{
+		{"ps", "-aq", "--filter", "label=sandcheck.target=weak-reference"},
+		{"network", "ls", "-q", "--filter", "label=sandcheck.harness"},
+	} {
+		o, err := exec.Command("docker", q...).Output()
+		if err != nil {
+			t.Errorf("docker %v: %v", q, err)
+		} else if s := strings.TrimSpace(string(o)); s != "" {
+			t.Errorf("the interrupted run left behind (docker %s): %s", strings.Join(q, " "), s)
+		}
+	}
+}
+
+func bridges() []string {
+	m, _ := filepath.Glob("/sys/class/net/scbr-*")
+	for i := range m {
+		m[i] = filepath.Base(m[i])
+	}
+	return m
+}
+
+func newOnes(before, now []string) []string {
+	seen := map[string]bool{}
+	for _, b := range before {
+		seen[b] = true
+	}
+	var out []string
+	for _, b := range now {
+		if !seen[b] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
