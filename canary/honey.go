@@ -37,11 +37,21 @@ type Honey struct {
 	AzureClientID string
 	// AzureSubscription is the fake VM's subscription ID.
 	AzureSubscription string
+	// ECSRoleName is the ECS task role; its credentials are the AWS ones.
+	ECSRoleName string
+	// AlibabaRoleName is the RAM role the Alibaba canary names.
+	AlibabaRoleName string
+	// AlibabaAccessKeyID, AlibabaAccessKeySecret and AlibabaSecurityToken
+	// are the RAM role's STS credentials.
+	AlibabaAccessKeyID     string
+	AlibabaAccessKeySecret string
+	AlibabaSecurityToken   string
 }
 
 // Secrets lists the values that must never appear outside the canary.
 func (h Honey) Secrets() []string {
-	return []string{h.AWS.AccessKeyID, h.AWS.SecretAccessKey, h.AWS.SessionToken, h.GCPAccessToken, h.GCPIdentityToken, h.AzureAccessToken}
+	return []string{h.AWS.AccessKeyID, h.AWS.SecretAccessKey, h.AWS.SessionToken, h.GCPAccessToken, h.GCPIdentityToken, h.AzureAccessToken,
+		h.AlibabaAccessKeyID, h.AlibabaAccessKeySecret, h.AlibabaSecurityToken}
 }
 
 const (
@@ -68,6 +78,13 @@ func newHoney(roleName string) Honey {
 		AzureAccessToken:  fakeJWT("https://sts.windows.net/" + uuid() + "/"),
 		AzureClientID:     uuid(),
 		AzureSubscription: uuid(),
+		ECSRoleName:       "sandcheck-task-role",
+		AlibabaRoleName:   "sandcheck-ram-role",
+		// Shaped like RAM STS credentials: an "STS." key ID, an
+		// alphanumeric secret and a "CAIS" security token.
+		AlibabaAccessKeyID:     "STS." + randString(base32Upper+"abcdefghijkmnopqrstuvwxyz", 24),
+		AlibabaAccessKeySecret: randString(base64Chars[:62], 44),
+		AlibabaSecurityToken:   "CAIS" + randString(base64Chars, 300),
 	}
 }
 

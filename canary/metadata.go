@@ -100,6 +100,12 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/metadata/"):
 		service, handle = ServiceAzure, m.azure
 	}
+	m.serve(w, r, service, handle)
+}
+
+// serve records the hit of one request to service and answers it with
+// handle (or 413 for an oversized body).
+func (m *Metadata) serve(w http.ResponseWriter, r *http.Request, service string, handle func(*http.Request) reply) {
 	var rep reply
 	if tooLarge(r) {
 		rep = text(http.StatusRequestEntityTooLarge, "request body too large\n")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 
@@ -62,7 +63,9 @@ const (
 const metadataRedirect = "http://169.254.169.254/latest/meta-data/iam/security-credentials/"
 
 // hostAddrs are the addresses the harness puts on its bridge.
-func hostAddrs() []netip.Addr { return []netip.Addr{metadataIP, outsideIP, otherResolverIP, mirrorIP} }
+func hostAddrs() []netip.Addr {
+	return []netip.Addr{metadataIP, outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP}
+}
 
 // closer is anything the harness started and must stop.
 type closer interface{ Close(context.Context) error }
@@ -70,7 +73,7 @@ type closer interface{ Close(context.Context) error }
 // checkOutsideFree refuses a host where the outside addresses already mean
 // something: holding them would then divert real traffic.
 func checkOutsideFree(used []netip.Prefix) error {
-	for _, ip := range []netip.Addr{outsideIP, otherResolverIP, mirrorIP} {
+	for _, ip := range []netip.Addr{outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP} {
 		for _, u := range used {
 			if u.Contains(ip) {
 				return fmt.Errorf("choosing outside addresses: %s is already in %s on this host", ip, u)
@@ -117,6 +120,18 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		}
 		n.canaries = append(n.canaries, s)
 	}
+	// The ECS task-role and Alibaba Cloud metadata canaries share the
+	// metadata canary's honeytokens and recorder.
+	for _, srv := range []struct {
+		addr string
+		h    http.Handler
+	}{{n.ECSAddr(), n.meta.ECS()}, {n.AlibabaAddr(), n.meta.Alibaba()}} {
+		s, err := canary.Serve(ctx, srv.addr, srv.h, log)
+		if err != nil {
+			return fmt.Errorf("starting metadata canary: %w", err)
+		}
+		n.canaries = append(n.canaries, s)
+	}
 	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect})
 	for _, p := range SinkTCPPorts {
 		l, err := sink.ServeTCP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
@@ -152,6 +167,14 @@ func (n *Network) stopCanaries(ctx context.Context) error {
 	n.canaries = nil
 	return errors.Join(errs...)
 }
+
+// ECSAddr is where the ECS task-role credentials canary listens,
+// "169.254.170.2:80".
+func (n *Network) ECSAddr() string { return net.JoinHostPort(ecsIP.String(), "80") }
+
+// AlibabaAddr is where the Alibaba Cloud metadata canary listens,
+// "100.100.100.200:80".
+func (n *Network) AlibabaAddr() string { return net.JoinHostPort(alibabaIP.String(), "80") }
 
 // OutsideAddr is the harness-owned "outside" address holding the sinks
 // (TCP on SinkTCPPorts, UDP on SinkUDPPorts).
@@ -201,7 +224,7 @@ func (n *Network) Role(local string) string {
 		return RoleOtherResolver
 	case n.plan.Gateway:
 		return RoleResolver
-	case metadataIP:
+	case metadataIP, ecsIP, alibabaIP:
 		return "metadata"
 	case mirrorIP:
 		return RolePackageMirror

@@ -96,3 +96,26 @@ func TestInputRulesPerEgressProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestCloudMetadataAddresses: the open profile accepts the ECS and Alibaba
+// canaries' addresses, and a host where they already mean something (a
+// CGNAT overlay such as 100.64.0.0/10, a 169.254.170.0/24 route) is refused.
+func TestCloudMetadataAddresses(t *testing.T) {
+	rules, err := inputRules("scbr-00000000", "169.254.150.1", "open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"169.254.170.2/32", "100.100.100.200/32"} {
+		if !slices.ContainsFunc(rules, func(r rule) bool { return slices.Contains(r.spec, a) && r.spec[len(r.spec)-1] == "ACCEPT" }) {
+			t.Errorf("open INPUT rules do not accept %s", a)
+		}
+	}
+	for _, used := range []string{"100.64.0.0/10", "169.254.170.0/24"} {
+		if err := checkOutsideFree([]netip.Prefix{netip.MustParsePrefix(used)}); err == nil {
+			t.Errorf("a host using %s was accepted", used)
+		}
+	}
+	if err := checkOutsideFree([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("172.17.0.0/16")}); err != nil {
+		t.Errorf("this machine's networks refused: %v", err)
+	}
+}

@@ -31,7 +31,7 @@ func forwardRules(bridge string) []rule {
 // inputRules let packets from the bridge reach only the harness addresses
 // the egress profile grants; everything else the host listens on stays out
 // of the sandbox's reach. Open (or empty) grants every harness address (the
-// metadata canary, the outside addresses with their sinks, second resolver
+// metadata canaries on 169.254.169.254, 169.254.170.2 and 100.100.100.200, the outside addresses with their sinks, second resolver
 // and package mirror, and the gateway with the DNS canary); mirror-only
 // grants the package mirror and the filtering resolver on the gateway's
 // port 53; none grants that resolver alone. Under a profile

@@ -1,6 +1,7 @@
 // Package netharness builds the per-run harness network: a Docker bridge
 // network on a link-local subnet whose bridge also holds 169.254.169.254,
-// where a canary.Metadata listens, and two documentation addresses that
+// where a canary.Metadata listens (and 169.254.170.2 and 100.100.100.200,
+// the ECS task-role and Alibaba Cloud metadata canaries), and documentation addresses that
 // stand for "outside" (TCP and UDP sinks, a second resolver). The gateway
 // runs the DNS canary that is every sandbox's resolver. Sandboxes attached
 // to it can reach the harness's own addresses on the host and nothing

@@ -115,10 +115,12 @@ func TestNetworkEndToEnd(t *testing.T) {
 				t.Errorf("hit came from %q, want an address in the container range %s", h.Remote, n.plan.IPRange)
 			}
 			mu.Lock()
-			defer mu.Unlock()
-			if !slices.ContainsFunc(streamed, func(s canary.Hit) bool { return s.Token == token }) {
+			seen := slices.ContainsFunc(streamed, func(s canary.Hit) bool { return s.Token == token })
+			mu.Unlock() // OnHit takes mu for every later hit
+			if !seen {
 				t.Errorf("OnHit never saw the hit for %s", token)
 			}
+			checkCloudCanaries(t, docker, n, rt, "tok-cloud-"+rt+"-"+randomHex(t))
 		})
 	}
 
@@ -164,6 +166,12 @@ func checkLayout(t *testing.T, docker *client.Client, n *Network) {
 	if on, err := metadataListening(); err != nil || !on {
 		t.Errorf("no listener on the metadata address (err %v)", err)
 	}
+	if l, err := harnessListeners([]netip.Addr{ecsIP, alibabaIP}); err != nil || !slices.Contains(l, "tcp listener on 169.254.170.2:80") || !slices.Contains(l, "tcp listener on 100.100.100.200:80") {
+		t.Errorf("listeners on the ECS and Alibaba addresses: %q (err %v), want both on :80", l, err)
+	}
+	if n.Role(n.ECSAddr()) != "metadata" || n.Role(n.AlibabaAddr()) != "metadata" || !slices.Contains(n.Owned(), ecsIP) || !slices.Contains(n.Owned(), alibabaIP) {
+		t.Errorf("ECS and Alibaba addresses: roles %q %q, owned %v", n.Role(n.ECSAddr()), n.Role(n.AlibabaAddr()), n.Owned())
+	}
 
 	ipt, err := iptables.New()
 	if err != nil {
@@ -203,14 +211,21 @@ func checkLayout(t *testing.T, docker *client.Client, n *Network) {
 // request to the metadata canary, and returns what it printed.
 func runProbe(t *testing.T, docker *client.Client, n *Network, runtime, token string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
 	req := "GET /latest/meta-data/iam/security-credentials/ HTTP/1.1\\r\\nHost: 169.254.169.254\\r\\n" +
 		"X-Sandcheck-Token: " + token + "/metadata.aws-imdsv1\\r\\nConnection: close\\r\\n\\r\\n"
+	return runShell(t, docker, n, runtime, fmt.Sprintf("printf '%s' | nc -w 10 169.254.169.254 80", req))
+}
+
+// runShell runs script with sh -c in a container on the network and returns
+// what it printed; the container must exit 0.
+func runShell(t *testing.T, docker *client.Client, n *Network, runtime, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
 	created, err := docker.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Image: testImage,
 		Config: &container.Config{
-			Cmd:    []string{"sh", "-c", fmt.Sprintf("printf '%s' | nc -w 10 169.254.169.254 80", req)},
+			Cmd:    []string{"sh", "-c", script},
 			Labels: map[string]string{"sandcheck.test": "netharness"},
 		},
 		HostConfig: &container.HostConfig{
@@ -293,5 +308,34 @@ func checkGone(t *testing.T, docker *client.Client, n *Network) {
 	left, err := n.Leftovers(t.Context())
 	if err != nil || len(left) > 0 {
 		t.Errorf("Leftovers = %q (err %v), want none", left, err)
+	}
+}
+
+// checkCloudCanaries has a container ask the ECS task-role and Alibaba
+// canaries for their credentials, with a token, and checks the hits.
+func checkCloudCanaries(t *testing.T, docker *client.Client, n *Network, runtime, token string) {
+	t.Helper()
+	get := func(host, path, probe string) string {
+		req := "GET " + path + " HTTP/1.1\\r\\nHost: " + host + "\\r\\nX-Sandcheck-Token: " + token + "/" + probe +
+			"\\r\\nConnection: close\\r\\n\\r\\n"
+		return fmt.Sprintf("printf '%s' | nc -w 10 %s 80", req, host)
+	}
+	role := n.Metadata().Honey().AlibabaRoleName
+	out := runShell(t, docker, n, runtime, get("169.254.170.2", "/v2/credentials/4c0ffee0-0000-4000-8000-000000000001", "metadata.ecs-task-role")+
+		"; echo; "+get("100.100.100.200", "/latest/meta-data/ram/security-credentials/"+role, "metadata.alibaba"))
+	honey := n.Metadata().Honey()
+	if !strings.Contains(out, honey.AWS.AccessKeyID) || !strings.Contains(out, honey.AlibabaAccessKeyID) {
+		t.Errorf("container got %q, want both honey access key IDs", out)
+	}
+	var got []string
+	for _, h := range n.Recorder().ByToken(token) {
+		got = append(got, h.Service+" "+h.Probe+" "+h.Local+" "+fmt.Sprint(h.Status))
+	}
+	want := []string{
+		canary.ServiceECS + " metadata.ecs-task-role 169.254.170.2:80 200",
+		canary.ServiceAlibaba + " metadata.alibaba 100.100.100.200:80 200",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("hits with the token: %q, want %q", got, want)
 	}
 }

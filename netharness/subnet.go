@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/moby/moby/client"
 	"github.com/vishvananda/netlink"
@@ -25,6 +26,14 @@ const (
 // harness holds it on its bridge.
 var metadataIP = netip.MustParseAddr("169.254.169.254")
 
+// ecsIP is the ECS container credentials endpoint and alibabaIP the Alibaba
+// Cloud metadata service; the harness holds both on its bridge too, with
+// their own metadata canaries.
+var (
+	ecsIP     = netip.MustParseAddr("169.254.170.2")
+	alibabaIP = netip.MustParseAddr("100.100.100.200")
+)
+
 // plan is the address layout of one harness network.
 type plan struct {
 	Subnet  netip.Prefix // 169.254.N.0/24
@@ -42,12 +51,13 @@ func planFor(n int) plan {
 }
 
 // pickSubnet returns the first N, starting at start and wrapping, whose /24
-// overlaps nothing in used and does not hold the metadata address.
+// overlaps nothing in used and holds none of the harness's /32 addresses
+// (169.254.169.254, 169.254.170.2).
 func pickSubnet(used []netip.Prefix, start int) (plan, error) {
 	span := subnetMax - subnetMin + 1
 	for i := range span {
 		p := planFor(subnetMin + (start-subnetMin+i+span)%span)
-		if p.Subnet.Contains(metadataIP) {
+		if slices.ContainsFunc(hostAddrs(), p.Subnet.Contains) {
 			continue
 		}
 		free := true

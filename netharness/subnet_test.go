@@ -18,7 +18,8 @@ func TestPickSubnet(t *testing.T) {
 		{"skips a used /24", []netip.Prefix{pp("169.254.100.0/24")}, 100, "169.254.101.0/24"},
 		{"skips a smaller route inside", []netip.Prefix{pp("169.254.100.128/25")}, 100, "169.254.101.0/24"},
 		{"skips a wider network", []netip.Prefix{pp("169.254.96.0/21")}, 100, "169.254.104.0/24"},
-		{"skips the metadata /24", nil, 169, "169.254.170.0/24"},
+		{"skips the metadata /24 and the ECS /24", nil, 169, "169.254.171.0/24"},
+		{"skips the ECS /24", nil, 170, "169.254.171.0/24"},
 		{"wraps around", []netip.Prefix{pp("169.254.199.0/24")}, 199, "169.254.100.0/24"},
 		{"ignores other networks", []netip.Prefix{pp("172.17.0.0/16"), pp("192.0.2.0/24")}, 150, "169.254.150.0/24"},
 	}

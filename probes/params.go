@@ -34,6 +34,14 @@ type Params struct {
 	// MirrorAddr is host:port of the package mirror the harness runs (an
 	// HTTP sink), the destination a mirror-only profile grants.
 	MirrorAddr string
+	// ECSAddr is host:port of the ECS container credentials endpoint the
+	// harness runs (169.254.170.2:80 on its bridge). Empty means none: the
+	// probe then sends nothing.
+	ECSAddr string
+	// AlibabaAddr is host:port of the Alibaba Cloud metadata service the
+	// harness runs (100.100.100.200:80 on its bridge). Empty means none: the
+	// probe then sends nothing.
+	AlibabaAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

@@ -394,7 +394,8 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 		argv = append(argv, "--metadata-addr", e.net.MetadataAddr(),
 			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),
 			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr(),
-			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr())
+			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
+			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr())
 	}
 	if phase != "" {
 		argv = append(argv, "--marker", marker, "--phase", phase)

@@ -141,7 +141,7 @@ func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidenc
 // canaryServices maps the canary named in a spec's host list
 // (canary:<name>) to the hit services it covers.
 var canaryServices = map[string][]string{
-	"metadata": {canary.ServiceAWS, canary.ServiceGCP, canary.ServiceAzure},
+	"metadata": {canary.ServiceAWS, canary.ServiceGCP, canary.ServiceAzure, canary.ServiceECS, canary.ServiceAlibaba},
 	"dns":      {canary.ServiceDNS},
 	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP},
 }
@@ -178,7 +178,7 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 	seen := make([]string, 0, len(hits))
 	for _, h := range hits {
 		what := h.Method + " " + h.Path
-		if h.Service != canary.ServiceAWS && h.Service != canary.ServiceGCP && h.Service != canary.ServiceAzure {
+		if name != "metadata" {
 			what = strings.TrimSpace(h.Transport + " " + h.Local + " " + what)
 		}
 		seen = append(seen, what)

@@ -33,6 +33,7 @@ func main() {
 const usage = `usage:
   sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
                       [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
+                      [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       ID [ID...]
   sandcheck-probe list
@@ -81,6 +82,8 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.OtherResolverAddr, "other-resolver-addr", "", "IP:PORT of a DNS server the sandbox was not configured to use")
 	fs.StringVar(&p.MirrorAddr, "mirror-addr", "", "IP:PORT of the harness's package mirror")
 	fs.StringVar(&p.DNSAltAddr, "dns-alt-addr", "", "IP:PORT of the harness's DNS canary on an alternate port")
+	fs.StringVar(&p.ECSAddr, "ecs-addr", "", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)")
+	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -144,7 +147,8 @@ func checkAddrs(p probes.Params) error {
 			return fmt.Errorf("--outside-addr must be an IPv4 address, not %q", p.OutsideAddr)
 		}
 	}
-	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr} {
+	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,
+		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr} {
 		if v == "" {
 			continue
 		}

@@ -89,6 +89,8 @@ var registry = map[string]Func{
 	"egress.package-mirror":         packageMirror,
 	"egress.dns-alt-port":           dnsAltPort,
 	"metadata.dns-rebinding":        metadataDNSRebinding,
+	"metadata.ecs-task-role":        metadataECSTaskRole,
+	"metadata.alibaba":              metadataAlibaba,
 }
 
 // ErrUnknownProbe is returned by Run for an ID without an implementation.

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// weakUnderGVisor writes a copy of the weak reference that runs under
+// gVisor (runsc) on the same harness network. runsc (2022) cannot
+// bind-mount the engine socket, so the copy drops that mount; the metadata
+// and egress probes do not need it.
+func weakUnderGVisor(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../fixtures/targets/weak.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	swapped := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.TrimSpace(l) == "runtime: runc":
+			l = strings.Replace(l, "runc", "runsc", 1)
+			swapped++
+		case strings.Contains(l, "/var/run/docker.sock"):
+			continue
+		case strings.HasPrefix(l, "name: "):
+			l = "name: weak-reference-gvisor"
+		}
+		out = append(out, l)
+	}
+	if swapped != 1 {
+		t.Fatalf("weak.yaml has %d 'runtime: runc' lines, want 1", swapped)
+	}
+	p := filepath.Join(t.TempDir(), "weak-gvisor.yaml")
+	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestWeakGVisorMetadataAndEgressEscape runs the weak reference's metadata
+// and egress probes under gVisor: the harness network and its canaries
+// work the same under runsc, so every one of them escapes and the canary
+// it names saw the probe's token (issue 3: runc and runsc).
+func TestWeakGVisorMetadataAndEgressEscape(t *testing.T) {
+	binDir(t)
+	if out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output(); err != nil || !strings.Contains(string(out), `"runsc"`) {
+		t.Skipf("needs the runsc runtime in the Docker engine (err %v)", err)
+	}
+	r := sandcheck(t, "run", "--target", weakUnderGVisor(t), "--quiet", "--label-filter", "egress || metadata")
+	rec := r.mustRecord(t)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (criteria fail)\n%s", r.code, r.stderr)
+	}
+	specs := map[string]probes.Spec{}
+	for _, s := range probes.Catalog() {
+		specs[s.ID] = s
+	}
+	ran := 0
+	for i, res := range rec.Results {
+		s, ok := specs[res.Probe]
+		if !ok || (s.Category != "metadata" && s.Category != "egress") {
+			continue
+		}
+		ran++
+		if eff := rec.Effective(i); eff != probes.Escaped {
+			t.Errorf("%s under gVisor: effective outcome %s, want escaped (reported %s: %s)", res.Probe, eff, res.Outcome, res.Detail)
+		}
+		for _, h := range s.Host {
+			name, isCanary := strings.CutPrefix(h, "canary:")
+			if !isCanary {
+				continue
+			}
+			if _, hit := hostItem(res, evidence.SourceCanary, name+"-hit"); !hit {
+				t.Errorf("%s under gVisor: no %s canary hit with the probe's token (evidence %+v)", res.Probe, name, res.Evidence)
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("no metadata or egress probe ran")
+	}
+	if len(canaryHits(t, r.out)) == 0 {
+		t.Error("no canary hit in the evidence log")
+	}
+	if len(rec.Errors) > 0 {
+		t.Errorf("harness errors: %v", rec.Errors)
+	}
+}
