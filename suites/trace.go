@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -255,9 +254,9 @@ func (e *Engine) canaryIPs() []string {
 	if e.net == nil {
 		return nil
 	}
-	out := []string{e.net.DNS()}
-	if h, _, err := net.SplitHostPort(e.net.MetadataAddr()); err == nil {
-		out = append(out, h)
+	var out []string
+	for _, a := range e.net.Owned() {
+		out = append(out, a.String())
 	}
 	return out
 }
