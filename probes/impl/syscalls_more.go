@@ -73,6 +73,15 @@ func cstr(s string) []byte { return append([]byte(s), 0) }
 // with runtime.KeepAlive until the syscall has returned.
 func ptr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
+// onMissingPath calls f with a pointer to the probe's own nonexistent path,
+// kept alive until the call returns.
+func onMissingPath(p probes.Params, f func(path uintptr) (uintptr, unix.Errno)) (uintptr, unix.Errno) {
+	path := cstr(nonexistentPath(p))
+	r, errno := f(ptr(path))
+	runtime.KeepAlive(path)
+	return r, errno
+}
+
 func sys6(nr uintptr, a ...uintptr) (uintptr, unix.Errno) {
 	var x [6]uintptr
 	copy(x[:], a)
@@ -119,20 +128,18 @@ var moreSyscalls = []moreSyscall{
 		name:     "umount2",
 		harmless: "an undefined flag bit (EINVAL) and a path that does not exist (ENOENT): nothing is unmounted",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_UMOUNT2, ptr(path), invalidFlag32)
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_UMOUNT2, path, invalidFlag32)
+			})
 		},
 	},
 	{
 		name:     "pivot_root",
 		harmless: "new and old root do not exist: the lookup fails with ENOENT before any root changes",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_PIVOT_ROOT, ptr(path), ptr(path))
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_PIVOT_ROOT, path, path)
+			})
 		},
 	},
 	{
@@ -167,20 +174,18 @@ var moreSyscalls = []moreSyscall{
 		name:     "swapon",
 		harmless: "an undefined flag bit (EINVAL) on a path that does not exist: no swap is enabled",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_SWAPON, ptr(path), invalidFlag32)
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_SWAPON, path, invalidFlag32)
+			})
 		},
 	},
 	{
 		name:     "swapoff",
 		harmless: "a path that does not exist: the lookup fails with ENOENT, no swap is disabled",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_SWAPOFF, ptr(path))
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_SWAPOFF, path)
+			})
 		},
 	},
 	{
@@ -195,10 +200,9 @@ var moreSyscalls = []moreSyscall{
 		harmless: "a path that does not exist: ENOENT, accounting is neither started nor stopped " +
 			"(a NULL path would switch the host's accounting off, so it is never passed)",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_ACCT, ptr(path))
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_ACCT, path)
+			})
 		},
 	},
 	{
@@ -213,10 +217,9 @@ var moreSyscalls = []moreSyscall{
 		name:     "quotactl",
 		harmless: "quota type 255 (>= MAXQUOTAS) is EINVAL before the device path (which does not exist) is looked up",
 		call: func(p probes.Params) (uintptr, unix.Errno) {
-			path := cstr(nonexistentPath(p))
-			r, errno := sys6(unix.SYS_QUOTACTL, quotaInvalidType, ptr(path), 0, 0)
-			runtime.KeepAlive(path)
-			return r, errno
+			return onMissingPath(p, func(path uintptr) (uintptr, unix.Errno) {
+				return sys6(unix.SYS_QUOTACTL, quotaInvalidType, path, 0, 0)
+			})
 		},
 	},
 	{
