@@ -2,8 +2,9 @@ package probes
 
 import (
 	"bytes"
-	_ "embed"
+	"embed"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 // Spec declares one probe: what it tries, which release criterion it tests, what
 // each profile expects of it and how the harness must run it. Specs are data
-// (catalog.yaml); the code that carries a probe out lives in probes/impl.
+// (probes/catalog/*.yaml); the code that carries a probe out lives in probes/impl.
 type Spec struct {
 	// ID is stable and dotted: category first (metadata.aws-imdsv1).
 	ID string `yaml:"id" json:"id"`
@@ -128,8 +129,10 @@ func Labels() []string {
 	return slices.Compact(l)
 }
 
-//go:embed catalog.yaml
-var catalogYAML []byte
+// catalogFS holds the catalog, one file per family, read in file-name order.
+//
+//go:embed catalog/*.yaml
+var catalogFS embed.FS
 
 var (
 	catalogOnce sync.Once
@@ -140,7 +143,7 @@ var (
 // Catalog returns every probe spec, in catalog order. The catalog is embedded
 // and checked by tests, so an error here is a build defect.
 func Catalog() []Spec {
-	catalogOnce.Do(func() { catalog, catalogErr = ParseCatalog(catalogYAML) })
+	catalogOnce.Do(func() { catalog, catalogErr = loadCatalog(catalogFS) })
 	if catalogErr != nil {
 		panic(catalogErr)
 	}
@@ -157,7 +160,40 @@ func Lookup(id string) (Spec, bool) {
 	return Spec{}, false
 }
 
-// ParseCatalog decodes and checks a catalog document.
+// loadCatalog parses every catalog part in file-name order and checks the
+// whole: IDs are unique across parts.
+func loadCatalog(fsys fs.FS) ([]Spec, error) {
+	names, err := fs.Glob(fsys, "catalog/*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("listing probe catalog: %w", err)
+	}
+	sort.Strings(names)
+	var all []Spec
+	seen := map[string]string{}
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return nil, fmt.Errorf("reading probe catalog %s: %w", n, err)
+		}
+		specs, err := ParseCatalog(b)
+		if err != nil {
+			return nil, fmt.Errorf("probes/%s: %w", n, err)
+		}
+		for _, s := range specs {
+			if prev, dup := seen[s.ID]; dup {
+				return nil, fmt.Errorf("probes/%s: id %s already declared in probes/%s", n, s.ID, prev)
+			}
+			seen[s.ID] = n
+		}
+		all = append(all, specs...)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("probe catalog is empty")
+	}
+	return all, nil
+}
+
+// ParseCatalog decodes and checks one catalog document.
 func ParseCatalog(b []byte) ([]Spec, error) {
 	var doc struct {
 		Probes []Spec `yaml:"probes"`

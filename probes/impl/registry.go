@@ -1,4 +1,4 @@
-// Package impl carries out the probes of the catalog (probes/catalog.yaml)
+// Package impl carries out the probes of the catalog (probes/catalog/*.yaml)
 // from inside a sandbox. Each family has its own file; registry.go maps every
 // catalog ID to the function that carries it out, and Run applies the spec's
 // time bound and the result limits around each one.
@@ -95,6 +95,18 @@ var registry = map[string]Func{
 	"metadata.dns-rebinding":        metadataDNSRebinding,
 	"metadata.ecs-task-role":        metadataECSTaskRole,
 	"metadata.alibaba":              metadataAlibaba,
+}
+
+// register adds the implementations of one family file; each file of the
+// later families calls it from init, so that files do not contend for the
+// map above. A duplicate ID is a build defect.
+func register(m map[string]Func) {
+	for id, f := range m {
+		if _, dup := registry[id]; dup {
+			panic("probe " + id + " registered twice")
+		}
+		registry[id] = f
+	}
 }
 
 // ErrUnknownProbe is returned by Run for an ID without an implementation.
