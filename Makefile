@@ -54,8 +54,9 @@ test: setup build images lint script-test ## everything CI runs: lint, script te
 unit: ## fast tests only (go test -short), no setup
 	$(GO) test -short -count=1 ./...
 
-bench: setup build images ## run the hardened references through the CLI; prints wall, start and per-probe seconds
+bench: setup build images ## hardened references through the CLI (wall, start, per-probe seconds), then grading time per stored run
 	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
+	$(GO) test -run '^$$' -bench Grade ./policies/
 
 # generate-check needs clang; without it the committed BPF objects are used
 # as they are (CI installs clang, so CI checks them).

@@ -94,6 +94,10 @@ type SandboxSpec struct {
 // ProbeMount is where the probe directory appears inside a sandbox.
 const ProbeMount = "/.sandcheck"
 
+// GoAheadDir is the folder of ProbeDir where the harness creates a task's
+// go-ahead file once it watches the sandbox (sandcheck-probe run --go-ahead).
+const GoAheadDir = "go"
+
 // ProbeBinary is the probe binary's file name inside ProbeDir.
 const ProbeBinary = "sandcheck-probe"
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -323,11 +324,15 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		budget += s.Timeout.D()
 	}
 	budget = min(budget, 10*time.Minute) + 10*time.Second
-	sb, err := e.start(ctx, name, e.probeArgv(token, ids, marker, phase))
+	sb, err := e.start(ctx, name, withGoAhead(e.probeArgv(token, ids, marker, phase), token))
 	if err != nil {
 		return nil, "", nil, err
 	}
 	defer e.closeSandbox(sb)
+	// start watched the sandbox; only now may the task begin.
+	if err := e.goAhead(token); err != nil {
+		return nil, "", nil, err
+	}
 	w, ok := sb.sb.(runners.Waiter)
 	if !ok {
 		return nil, "", nil, fmt.Errorf("runner %s cannot run tasks as a sandbox's first process", e.runner.Name())
@@ -403,6 +408,26 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 	return append(argv, ids...)
 }
 
+// goAheadFlag makes a task's probe binary wait for its go-ahead file.
+const goAheadFlag = "--go-ahead"
+
+// withGoAhead makes a probe command line wait for the go-ahead named name.
+func withGoAhead(argv []string, name string) []string {
+	out := append([]string{}, argv[:2]...)
+	out = append(out, goAheadFlag, name)
+	return append(out, argv[2:]...)
+}
+
+// goAhead lets a waiting task begin: it creates the go-ahead file in the
+// run's (read-only mounted) probe folder.
+func (e *Engine) goAhead(name string) error {
+	f, err := os.OpenFile(filepath.Join(e.probes, runners.GoAheadDir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil {
+		return fmt.Errorf("giving task %s its go-ahead: %w", name, err)
+	}
+	return f.Close()
+}
+
 // start starts one sandbox, records it and the runtime's view of it. With a
 // command, the command is the sandbox's first process.
 func (e *Engine) start(ctx context.Context, name string, command []string) (*sandbox, error) {
@@ -426,7 +451,9 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
 	}
 	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
-	e.trace.watch(ctx, s, command != nil)
+	// A task that waits for its go-ahead has done nothing yet: the watch is
+	// complete. Only a task started without one ran before the watch.
+	e.trace.watch(ctx, s, command != nil && !slices.Contains(command, goAheadFlag))
 	if in, ok := sb.(runners.Inspector); ok && command == nil {
 		if v, err := in.Inspect(ctx); err != nil {
 			e.log.Warn("inspect", "sandbox", sb.ID(), "err", err)
@@ -566,6 +593,9 @@ func deliverProbe(bin, runDir string) (string, error) {
 	}
 	if err := dst.Close(); err != nil {
 		return "", fmt.Errorf("copying probe binary: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, runners.GoAheadDir), 0o755); err != nil {
+		return "", fmt.Errorf("creating go-ahead folder: %w", err)
 	}
 	return dir, nil
 }

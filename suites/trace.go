@@ -29,6 +29,9 @@ type runTrace struct {
 	rec     *evidence.Tracer
 	mu      sync.Mutex
 	watches map[string]*tracer.Watch // by sandbox ID
+	// closed keeps the final report of each closed watch, by sandbox ID: a
+	// task sandbox is gone before its probes' results are filled in.
+	closed  map[string]*tracer.Report
 	surface map[string]bool
 }
 
@@ -36,7 +39,7 @@ type runTrace struct {
 // (Config.NoTrace); a tracer that cannot load leaves the run untraced, saying
 // why.
 func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
-	rt := &runTrace{log: log, watches: map[string]*tracer.Watch{}, surface: map[string]bool{},
+	rt := &runTrace{log: log, watches: map[string]*tracer.Watch{}, closed: map[string]*tracer.Report{}, surface: map[string]bool{},
 		rec: &evidence.Tracer{Status: evidence.TracerOn, Runtime: rec.Runtime, HostSyscalls: []string{}}}
 	rec.Tracer = rt.rec
 	if !on {
@@ -119,6 +122,7 @@ func (rt *runTrace) unwatch(s *sandbox) {
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	rt.closed[s.sb.ID()] = rep
 	rt.rec.Sandboxes = append(rt.rec.Sandboxes, ts)
 	for name := range ts.Syscalls {
 		rt.surface[name] = true
@@ -161,14 +165,16 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 		return []evidence.Item{item("tracer-unavailable", fmt.Sprintf("tracer: %s (%s)", rt.rec.Status, rt.rec.Reason), "")}
 	}
 	rt.mu.Lock()
-	w := rt.watches[s.sb.ID()]
+	w, rep := rt.watches[s.sb.ID()], rt.closed[s.sb.ID()]
 	rt.mu.Unlock()
-	if w == nil {
+	if w == nil && rep == nil {
 		return []evidence.Item{item("tracer-unwatched", "tracer: the sandbox was not watched", "")}
 	}
-	rep, err := w.Report()
-	if err != nil {
-		return []evidence.Item{item("tracer-error", "tracer: "+err.Error(), "")}
+	if w != nil {
+		var err error
+		if rep, err = w.Report(); err != nil {
+			return []evidence.Item{item("tracer-error", "tracer: "+err.Error(), "")}
+		}
 	}
 	tree := rep.TreeWithArg(token)
 	if tree == nil {

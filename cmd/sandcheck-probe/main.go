@@ -19,7 +19,11 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/probes/impl"
@@ -84,8 +88,19 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.DNSAltAddr, "dns-alt-addr", "", "IP:PORT of the harness's DNS canary on an alternate port")
 	fs.StringVar(&p.ECSAddr, "ecs-addr", "", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)")
 	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
+	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *goAhead != "" {
+		if !safeArg.MatchString(*goAhead) {
+			fmt.Fprintf(stderr, "sandcheck-probe: --go-ahead must match %s\n", safeArg)
+			return 2
+		}
+		if err := waitGoAhead(filepath.Join(p.ProbeDir, runners.GoAheadDir, *goAhead), goAheadWait); err != nil {
+			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
+			return 2
+		}
 	}
 	if err := checkAddrs(p); err != nil {
 		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
@@ -134,6 +149,26 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// goAheadWait bounds how long a task waits for the harness's go-ahead.
+const goAheadWait = 60 * time.Second
+
+// waitGoAhead waits until the harness creates path (a file in the read-only
+// probe folder) or the bound passes. The harness creates it once its tracer
+// watches the sandbox, so nothing a probe does runs unobserved.
+func waitGoAhead(path string, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		var st unix.Stat_t
+		if err := unix.Fstatat(unix.AT_FDCWD, path, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no go-ahead (%s) from the harness within %s", path, bound)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // zonePattern is what the harness may pass as a DNS zone.
