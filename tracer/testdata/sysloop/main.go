@@ -7,9 +7,9 @@
 //	                   acct answers EPERM
 //	sysloop seccomp    installs a filter answering EPERM to acct, then "known"
 //	sysloop loop N     N getppid calls, for the overhead benchmark; prints
-//	                   the loop's nanoseconds
+//	                   the loop's wall and CPU (user+system) nanoseconds
 //	sysloop io N       N 4 KiB reads of /dev/zero, each written to /dev/null
-//	                   (2N syscalls); prints the loop's nanoseconds
+//	                   (2N syscalls); prints wall and CPU nanoseconds
 //	sysloop wait MODE  waits for a line on stdin (a go-ahead), then execs
 //	                   itself as "sysloop MODE"
 //
@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -53,11 +54,11 @@ func main() {
 		known()
 	case "loop":
 		n, _ := strconv.Atoi(os.Args[2])
-		t0 := time.Now()
-		for range n {
-			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
-		}
-		fmt.Println(time.Since(t0).Nanoseconds())
+		measure(func() {
+			for range n {
+				unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+			}
+		})
 	case "io":
 		n, _ := strconv.Atoi(os.Args[2])
 		in, err1 := unix.Open("/dev/zero", unix.O_RDONLY, 0)
@@ -67,13 +68,29 @@ func main() {
 			os.Exit(1)
 		}
 		buf := make([]byte, 4096)
-		t0 := time.Now()
-		for range n {
-			unix.Read(in, buf)
-			unix.Write(out, buf)
-		}
-		fmt.Println(time.Since(t0).Nanoseconds())
+		measure(func() {
+			for range n {
+				unix.Read(in, buf)
+				unix.Write(out, buf)
+			}
+		})
 	}
+}
+
+// measure runs f on one locked OS thread and prints its wall nanoseconds and
+// the CPU nanoseconds (user+system) that thread used: the CPU figure leaves
+// out time spent waiting for a core on a busy host.
+func measure(f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var r0, r1 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+	t0 := time.Now()
+	f()
+	wall := time.Since(t0)
+	unix.Getrusage(unix.RUSAGE_THREAD, &r1)
+	cpu := unix.TimevalToNsec(r1.Utime) - unix.TimevalToNsec(r0.Utime) + unix.TimevalToNsec(r1.Stime) - unix.TimevalToNsec(r0.Stime)
+	fmt.Println(wall.Nanoseconds(), cpu)
 }
 
 func known() {
