@@ -112,7 +112,7 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 	fi
 
 bench-tracer: setup build images ## syscall-heavy sandbox with and without the eBPF tracer, alternately; prints the overhead ratio and losses
-	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench BenchmarkTracerOverhead -benchtime 1x -v ./tracer/
+	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkTracerOverhead|BenchmarkHostSurface' -benchtime 1x -v ./tracer/
 
 clean: ## remove bin/ and out/
 	rm -rf $(BIN) $(OUT)
