@@ -206,7 +206,7 @@ func TestWeakReferenceEveryProbeEscapes(t *testing.T) {
 	if len(rec.NetworkLeftovers) > 0 {
 		t.Errorf("the harness network left %v", rec.NetworkLeftovers)
 	}
-	for _, f := range []string{"evidence.jsonl", "run.json", "junit.xml", "summary.md"} {
+	for _, f := range []string{"evidence.jsonl", "run.json", "junit.xml", "summary.md", "results.sarif", "report.html"} {
 		if _, err := os.Stat(filepath.Join(r.out, f)); err != nil {
 			t.Errorf("report %s missing: %v", f, err)
 		}

@@ -25,7 +25,7 @@ func TestByName(t *testing.T) {
 			t.Errorf("ByName(%q).Format() = %q", f, w.Format())
 		}
 	}
-	for _, f := range []string{"", "html", "JSON", "md"} {
+	for _, f := range []string{"", "pdf", "JSON", "md"} {
 		if w, err := ByName(f); err == nil {
 			t.Errorf("ByName(%q) = %v, want an error", f, w)
 		}
@@ -47,13 +47,14 @@ func TestWriteAll(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WriteAll: %v", err)
 	}
-	want := []string{filepath.Join(dir, "run.json"), filepath.Join(dir, "junit.xml"), filepath.Join(dir, "summary.md")}
+	want := []string{filepath.Join(dir, "run.json"), filepath.Join(dir, "junit.xml"), filepath.Join(dir, "summary.md"),
+		filepath.Join(dir, "results.sarif"), filepath.Join(dir, "report.html")}
 	if !slices.Equal(paths, want) {
 		t.Errorf("paths %v, want %v", paths, want)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 3 {
-		t.Errorf("dir holds %d entries, want 3 (no temporary files left)", len(entries))
+	if len(entries) != len(want) {
+		t.Errorf("dir holds %d entries, want %d (no temporary files left)", len(entries), len(want))
 	}
 
 	paths, err = WriteAll(dir, weakRecord(), []string{"junit", "junit"})
@@ -64,7 +65,7 @@ func TestWriteAll(t *testing.T) {
 
 func TestWriteAllUnknownFormatWritesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	if _, err := WriteAll(dir, weakRecord(), []string{"json", "sarif"}); err == nil {
+	if _, err := WriteAll(dir, weakRecord(), []string{"json", "pdf"}); err == nil {
 		t.Fatal("WriteAll accepted an unknown format")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

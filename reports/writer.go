@@ -29,6 +29,8 @@ var formats = []format{
 	{JSON{}, "run.json"},
 	{JUnit{}, "junit.xml"},
 	{Markdown{}, "summary.md"},
+	{SARIF{}, "results.sarif"},
+	{HTML{}, "report.html"},
 }
 
 // Formats returns the names of all formats, in WriteAll's default order.

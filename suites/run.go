@@ -17,7 +17,7 @@ import (
 type recordT = evidence.Record
 
 // DefaultFormats are the reports a run writes unless told otherwise.
-var DefaultFormats = []string{"json", "junit", "markdown"}
+var DefaultFormats = []string{"json", "junit", "markdown", "sarif", "html"}
 
 // finish closes the engine, grades the record with the release policy and
 // writes the reports. The verdict comes from Rego, never from Go.

@@ -73,7 +73,7 @@ reports for the new verdict. The record's own verdict is ignored.`,
 	f := c.Flags()
 	f.StringVar(&input, "input", "", "stored run record (run.json)")
 	f.StringVar(&cfg.OutDir, "out", "", "folder for the re-graded run.json and reports (default: write nothing)")
-	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown")
+	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
 	return c
 }

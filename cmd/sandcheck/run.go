@@ -30,7 +30,8 @@ func runCmd() *cobra.Command {
 		Short: "Run the probes against a target and grade the evidence",
 		Long: `Run starts sandboxes as the target file says, runs the selected probes
 inside them, joins what the host observed, grades the record with the release
-policy and writes evidence.jsonl, run.json, junit.xml and summary.md to --out.
+policy and writes evidence.jsonl, run.json, junit.xml, summary.md, results.sarif
+and report.html to --out.
 
 --policy adds user policies (a folder of Rego and data, or an OPA bundle) to
 the release criteria; --waivers applies a waiver file. Both are checked before
@@ -76,7 +77,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
-	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown")
+	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
