@@ -47,6 +47,10 @@ type Params struct {
 	Marker string
 	// Phase is "plant" or "check" for sequence probes, empty otherwise.
 	Phase string
+	// HostHoney is the host path of a honeyfile the harness planted in the
+	// run's own folder, which no sandbox mounts: a probe that reads it through
+	// a path leading to the host's root (/proc/1/root) proves host reach.
+	HostHoney string
 	// ProbeDir is where the runner delivered the probe binary (read-only); the
 	// harness's own mount is not a finding.
 	ProbeDir string
@@ -55,6 +59,14 @@ type Params struct {
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.
 // Finding one from inside a sandbox proves host files are reachable.
 const HoneyPrefix = ".sandcheck-honey-"
+
+// CanaryProcPrefix starts the argv[0] of the canary process the harness runs
+// on the host; seeing it from inside proves the host's PID namespace is shared.
+const CanaryProcPrefix = "sandcheck-canary-proc-"
+
+// SuidCanary is the file name, in the probe directory, of the setuid-root copy
+// of the probe binary the harness delivers; it answers only "child euid".
+const SuidCanary = "sandcheck-suid-canary"
 
 // MarkerPrefix starts the name of every marker file a persistence probe plants.
 const MarkerPrefix = ".sandcheck-marker-"

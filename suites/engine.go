@@ -42,6 +42,11 @@ type Engine struct {
 	grader *policies.Grader
 	trace  *runTrace // the eBPF tracer's part of the run (suites/trace.go)
 
+	// The other host-side canaries (honey_canary.go).
+	proc      *canaryProc  // the canary process on the host
+	block     *blockCanary // the loop device, when the target maps it
+	hostHoney string       // the honeyfile in the run folder
+
 	mu       sync.Mutex
 	rec      *evidence.Record
 	shared   *sandbox
@@ -106,6 +111,9 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if e.probes, err = deliverProbe(cfg.ProbeBinary, e.runDir); err != nil {
 		return nil, err
 	}
+	if err := deliverSuidCanary(cfg.ProbeBinary, e.probes); err != nil {
+		return nil, err
+	}
 	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {
 		return nil, err
 	}
@@ -119,6 +127,18 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	}
 	dcfg := *tg.Docker
 	dcfg.Mounts = e.mountSrc
+	if tg.UsesBlockCanary() {
+		if e.block, err = newBlockCanary(e.runDir); err != nil {
+			return nil, err
+		}
+	}
+	var blockPath string
+	if e.block != nil {
+		blockPath = e.block.path
+	}
+	if dcfg.Devices, err = tg.ResolveDevices(blockPath); err != nil {
+		return nil, err
+	}
 	if dcfg.Seccomp != "" && dcfg.Seccomp != "default" && dcfg.Seccomp != "unconfined" && !filepath.IsAbs(dcfg.Seccomp) {
 		if dcfg.Seccomp, err = filepath.Abs(filepath.Join(filepath.Dir(tg.Path), dcfg.Seccomp)); err != nil {
 			return nil, fmt.Errorf("seccomp profile of %s: %w", tg.Path, err)
@@ -138,6 +158,12 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
 	}
 	e.honey = newHoney(runID)
+	if e.hostHoney, err = e.honey.plantFile(e.runDir); err != nil {
+		return nil, err
+	}
+	if e.proc, err = startCanaryProc(cfg.ProbeBinary); err != nil {
+		return nil, err
+	}
 	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
 	if e.grader, err = cfg.NewGrader(); err != nil {
 		return nil, fmt.Errorf("loading release policy: %w", err)
@@ -402,6 +428,9 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
 			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr())
 	}
+	if e.hostHoney != "" {
+		argv = append(argv, "--host-honey", e.hostHoney)
+	}
 	if phase != "" {
 		argv = append(argv, "--marker", marker, "--phase", phase)
 	}
@@ -544,6 +573,8 @@ func (e *Engine) Close(ctx context.Context) {
 	if e.honey != nil {
 		e.honey.remove(e.log)
 	}
+	e.proc.stop(e.log)
+	e.block.remove(e.log)
 	e.trace.close()
 	if e.runDir != "" {
 		if err := os.RemoveAll(e.runDir); err != nil {

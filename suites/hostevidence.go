@@ -30,6 +30,18 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
 				items = append(items, it)
 			}
+		case h == "canary-process":
+			if it, ok := e.proc.check(self.Fields["canary_process_token"]); ok {
+				items = append(items, it)
+			}
+		case h == "block-canary":
+			var opened []string
+			if v := self.Fields["opened_rdevs"]; v != "" {
+				opened = strings.Split(v, ",")
+			}
+			if it, ok := e.block.check(opened); ok {
+				items = append(items, it)
+			}
 		}
 	}
 	return items

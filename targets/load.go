@@ -126,9 +126,10 @@ func (v *validator) add(path, format string, args ...any) {
 }
 
 var (
-	namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	capPattern  = regexp.MustCompile(`^[A-Z][A-Z_]{1,30}$`)
-	sizePattern = regexp.MustCompile(`^[0-9]+(k|Ki|K|m|M|Mi|g|G|Gi)?$`)
+	namePattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	capPattern        = regexp.MustCompile(`^[A-Z][A-Z_]{1,30}$`)
+	devicePermPattern = regexp.MustCompile(`^r?w?m?$`)
+	sizePattern       = regexp.MustCompile(`^[0-9]+(k|Ki|K|m|M|Mi|g|G|Gi)?$`)
 )
 
 func (v *validator) check(t *Target) {
@@ -232,6 +233,21 @@ func (v *validator) checkDocker(d *Docker) {
 			v.add(p+".target", "%s is reserved for the probe binary", m.Target)
 		}
 	}
+	if d.PID != "" {
+		oneOf("$.docker.pid", d.PID, "host")
+	}
+	for i, dv := range d.Devices {
+		p := fmt.Sprintf("$.docker.devices[%d]", i)
+		if dv.Source != BlockCanarySource && (!filepath.IsAbs(dv.Source) || filepath.Clean(dv.Source) != dv.Source) {
+			v.add(p+".source", "must be a clean absolute path or %s (got %q)", BlockCanarySource, dv.Source)
+		}
+		if !filepath.IsAbs(dv.Target) || filepath.Clean(dv.Target) != dv.Target || !strings.HasPrefix(dv.Target, "/dev/") {
+			v.add(p+".target", "must be a clean absolute path under /dev/ (got %q)", dv.Target)
+		}
+		if !devicePermPattern.MatchString(dv.Permissions) {
+			v.add(p+".permissions", "must be a combination of r, w and m (got %q)", dv.Permissions)
+		}
+	}
 	for k := range d.Env {
 		if strings.HasPrefix(k, "SANDCHECK_") {
 			v.add("$.docker.env."+k, "the SANDCHECK_ prefix is reserved for the harness")
@@ -287,6 +303,28 @@ func (t *Target) ResolveMounts(runDir string) ([]Mount, error) {
 		}
 		m.Source = src
 		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ResolveDevices returns the docker devices with the harness's loop device
+// (BlockCanarySource) replaced by blockCanary, the path the harness made.
+func (t *Target) ResolveDevices(blockCanary string) ([]Device, error) {
+	if t.Docker == nil {
+		return nil, nil
+	}
+	out := make([]Device, 0, len(t.Docker.Devices))
+	for _, d := range t.Docker.Devices {
+		if d.Source == BlockCanarySource {
+			if blockCanary == "" {
+				return nil, fmt.Errorf("device %s of target %s: the harness made no block canary", d.Target, t.Path)
+			}
+			d.Source = blockCanary
+		}
+		if d.Permissions == "" {
+			d.Permissions = "r"
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }

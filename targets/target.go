@@ -75,6 +75,40 @@ type Docker struct {
 	Mounts []Mount `yaml:"mounts,omitempty"`
 	// Env is added to the container environment.
 	Env map[string]string `yaml:"env,omitempty"`
+	// PID is the PID namespace: empty for the sandbox's own, "host" to share
+	// the host's (as `docker run --pid host` does).
+	PID string `yaml:"pid,omitempty"`
+	// Devices are host devices put into the sandbox (`docker run --device`).
+	// The source ${SANDCHECK_BLOCK_CANARY} is a read-only loop device the
+	// harness makes over a small file in the run's folder and removes after
+	// the run.
+	Devices []Device `yaml:"devices,omitempty"`
+}
+
+// BlockCanarySource names, as a device source, the harness's loop device.
+const BlockCanarySource = "${SANDCHECK_BLOCK_CANARY}"
+
+// Device is one host device put into the sandbox.
+type Device struct {
+	Source string `yaml:"source"`
+	Target string `yaml:"target"`
+	// Permissions are the device cgroup permissions: r, w, m or a
+	// combination; empty means r.
+	Permissions string `yaml:"permissions,omitempty"`
+}
+
+// UsesBlockCanary reports whether a device of the target is the harness's
+// loop device.
+func (t *Target) UsesBlockCanary() bool {
+	if t.Docker == nil {
+		return false
+	}
+	for _, d := range t.Docker.Devices {
+		if d.Source == BlockCanarySource {
+			return true
+		}
+	}
+	return false
 }
 
 // The egress profiles a target may declare.

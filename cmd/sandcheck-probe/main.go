@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -45,6 +46,12 @@ const usage = `usage:
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if os.Geteuid() != os.Getuid() && !(len(args) == 2 && args[0] == "child" && args[1] == "euid") {
+		// Running as the setuid canary (privilege.setuid-binaries): it
+		// answers one question and does nothing else with the privilege.
+		fmt.Fprintln(stderr, "sandcheck-probe: running setuid: only \"child euid\" is allowed")
+		return 2
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -70,6 +77,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // up in HTTP headers and file names, so nothing else is accepted.
 var safeArg = regexp.MustCompile(`^[A-Za-z0-9._-]{0,128}$`)
 
+// hostPathPattern is what the harness may pass as a host path (plain
+// characters only); it must also be absolute and clean.
+var hostPathPattern = regexp.MustCompile(`^/[A-Za-z0-9/._-]{1,511}$`)
+
 func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -79,6 +90,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.MetadataAddr, "metadata-addr", "", "metadata service HOST:PORT (default "+impl.DefaultMetadataAddr+")")
 	fs.StringVar(&p.Marker, "marker", "", "marker for persistence probes")
 	fs.StringVar(&p.Phase, "phase", "", "plant or check, for sequence probes")
+	fs.StringVar(&p.HostHoney, "host-honey", "", "host path of the honeyfile in the run's folder (looked for through /proc/1/root)")
 	fs.StringVar(&p.ProbeDir, "probe-dir", runners.ProbeMount, "where the harness mounted the probe binary")
 	fs.StringVar(&p.OutsideAddr, "outside-addr", "", "harness-owned IPv4 address standing for outside (egress probes send nothing without it)")
 	fs.StringVar(&p.DNSZone, "dns-zone", "", "zone only the harness's DNS canary answers")
@@ -101,6 +113,10 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 			return 2
 		}
+	}
+	if p.HostHoney != "" && (!hostPathPattern.MatchString(p.HostHoney) || path.Clean(p.HostHoney) != p.HostHoney) {
+		fmt.Fprintf(stderr, "sandcheck-probe: --host-honey must be a clean absolute path, not %q\n", p.HostHoney)
+		return 2
 	}
 	if err := checkAddrs(p); err != nil {
 		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)

@@ -133,6 +133,22 @@ func newSettings(d targets.Docker) (settings, error) {
 			errs = append(errs, err)
 		}
 	}
+	switch d.PID {
+	case "", "host":
+	default:
+		bad("pid %q is not empty or host", d.PID)
+	}
+	for _, dv := range d.Devices {
+		if !filepath.IsAbs(dv.Source) || filepath.Clean(dv.Source) != dv.Source {
+			bad("device source %q is not a clean absolute path (resolve the block canary first)", dv.Source)
+		}
+		if !strings.HasPrefix(dv.Target, "/dev/") || path.Clean(dv.Target) != dv.Target {
+			bad("device target %q is not a clean path under /dev/", dv.Target)
+		}
+		if dv.Permissions == "" || strings.Trim(dv.Permissions, "rwm") != "" {
+			bad("device %s: permissions %q are not a combination of r, w and m", dv.Target, dv.Permissions)
+		}
+	}
 	for k := range d.Env {
 		if !envNamePattern.MatchString(k) {
 			bad("env name %q is not a variable name", k)

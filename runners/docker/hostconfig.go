@@ -72,6 +72,14 @@ func (s settings) hostConfig(spec runners.SandboxSpec, network string) (*contain
 		// empty, not absent, lists (the engine does not know the option).
 		hc.MaskedPaths, hc.ReadonlyPaths = []string{}, []string{}
 	}
+	if s.PID == "host" {
+		hc.PidMode = container.PidMode("host")
+	}
+	for _, d := range s.Devices {
+		hc.Devices = append(hc.Devices, container.DeviceMapping{
+			PathOnHost: d.Source, PathInContainer: d.Target, CgroupPermissions: d.Permissions,
+		})
+	}
 	if s.PidsLimit > 0 {
 		hc.PidsLimit = &s.PidsLimit
 	}
