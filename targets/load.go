@@ -196,6 +196,28 @@ func (v *validator) checkDocker(d *Docker) {
 		if _, err := ParseSize(tm.Size); err != nil || tm.Size == "" {
 			v.add(p+".size", "must be a size such as 16Mi (got %q)", tm.Size)
 		}
+		if tm.NrInodes < 0 {
+			v.add(p+".nr_inodes", "must not be negative")
+		}
+	}
+	if d.ShmSize != "" {
+		if n, err := ParseSize(d.ShmSize); err != nil || n <= 0 {
+			v.add("$.docker.shm_size", "must be a size such as 8Mi (got %q)", d.ShmSize)
+		}
+	}
+	seenUlimit := map[string]bool{}
+	for i, u := range d.Ulimits {
+		p := fmt.Sprintf("$.docker.ulimits[%d]", i)
+		switch {
+		case !slices.Contains(UlimitNames, u.Name):
+			v.add(p+".name", "%q is not one of %v", u.Name, UlimitNames)
+		case seenUlimit[u.Name]:
+			v.add(p+".name", "%s is listed twice", u.Name)
+		}
+		seenUlimit[u.Name] = true
+		if u.Soft < 0 || u.Hard < 0 || u.Soft > u.Hard {
+			v.add(p, "soft %d and hard %d must be non-negative with soft <= hard", u.Soft, u.Hard)
+		}
 	}
 	if d.PidsLimit < 0 {
 		v.add("$.docker.pids_limit", "must not be negative")

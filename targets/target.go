@@ -54,6 +54,13 @@ type Docker struct {
 	ReadOnlyRootfs bool `yaml:"read_only_rootfs"`
 	// Tmpfs are size-limited tmpfs mounts (scratch, /tmp).
 	Tmpfs []Tmpfs `yaml:"tmpfs,omitempty"`
+	// ShmSize is the size of /dev/shm, e.g. "8Mi"; empty means the engine's
+	// default (64 MiB for Docker).
+	ShmSize string `yaml:"shm_size,omitempty"`
+	// Ulimits are per-process resource limits (setrlimit) of every process
+	// in the sandbox, e.g. nofile and cpu; a name not listed keeps the
+	// engine's default.
+	Ulimits []Ulimit `yaml:"ulimits,omitempty"`
 	// PidsLimit caps the number of tasks; 0 means no limit.
 	PidsLimit int64 `yaml:"pids_limit,omitempty"`
 	// Memory caps memory, e.g. "128Mi"; empty means no limit.
@@ -144,7 +151,23 @@ type Tmpfs struct {
 	Size string `yaml:"size"`
 	// Exec allows executing files from it (default noexec).
 	Exec bool `yaml:"exec,omitempty"`
+	// NrInodes caps the number of files, folders and links in it; 0 means
+	// the kernel's default (half the machine's RAM pages).
+	NrInodes int64 `yaml:"nr_inodes,omitempty"`
 }
+
+// Ulimit is one per-process resource limit, as setrlimit(2) takes it: Name
+// is the rlimit without RLIMIT_ in lower case (nofile, cpu, nproc...), Soft
+// and Hard its soft and hard values (Soft <= Hard).
+type Ulimit struct {
+	Name string `yaml:"name"`
+	Soft int64  `yaml:"soft"`
+	Hard int64  `yaml:"hard"`
+}
+
+// UlimitNames are the limits Docker knows by name.
+var UlimitNames = []string{"core", "cpu", "data", "fsize", "locks", "memlock", "msgqueue",
+	"nice", "nofile", "nproc", "rss", "rtprio", "rttime", "sigpending", "stack"}
 
 // Mount is one bind mount.
 type Mount struct {

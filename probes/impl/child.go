@@ -48,6 +48,17 @@ func Child(args []string) int {
 // childKinds are helpers that later family files add from init.
 var childKinds = map[string]func(args []string) int{}
 
+// registerChild adds child helpers to childKinds; a duplicate name is a
+// build defect.
+func registerChild(m map[string]func(args []string) int) {
+	for name, f := range m {
+		if _, dup := childKinds[name]; dup || name == "noop" || name == "memhog" {
+			panic("child helper " + name + " registered twice")
+		}
+		childKinds[name] = f
+	}
+}
+
 // childMemhog maps anonymous memory in chunks and writes to every page, so the
 // memory is really charged, reporting "at <MiB>" after each chunk, then
 // "done <MiB>" at the bound or "err <errno> <MiB>" when a mapping is refused.

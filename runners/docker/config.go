@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sandcheck/sandcheck/runners"
@@ -35,6 +36,7 @@ type settings struct {
 	unmaskPaths bool              // system_paths: unconfined
 	tmpfs       map[string]string // path -> mount options
 	memory      int64             // bytes; 0 = no limit
+	shmSize     int64             // bytes; 0 = the engine's default
 }
 
 // newSettings refuses configurations that make no sense to Docker and works
@@ -107,6 +109,29 @@ func newSettings(d targets.Docker) (settings, error) {
 			exec = "exec"
 		}
 		s.tmpfs[p] = fmt.Sprintf("rw,%s,nosuid,nodev,size=%d", exec, size)
+		switch {
+		case t.NrInodes < 0:
+			bad("tmpfs %s: nr_inodes %d is negative", p, t.NrInodes)
+		case t.NrInodes > 0:
+			s.tmpfs[p] += fmt.Sprintf(",nr_inodes=%d", t.NrInodes)
+		}
+	}
+	if d.ShmSize != "" {
+		n, err := targets.ParseSize(d.ShmSize)
+		if err != nil || n <= 0 {
+			bad("shm_size %q is not a positive size such as 8Mi", d.ShmSize)
+		}
+		s.shmSize = n
+	}
+	seenUlimit := map[string]bool{}
+	for _, u := range d.Ulimits {
+		if !slices.Contains(targets.UlimitNames, u.Name) || seenUlimit[u.Name] {
+			bad("ulimit %q is unknown or listed twice", u.Name)
+		}
+		seenUlimit[u.Name] = true
+		if u.Soft < 0 || u.Hard < 0 || u.Soft > u.Hard {
+			bad("ulimit %s: soft %d and hard %d must be non-negative with soft <= hard", u.Name, u.Soft, u.Hard)
+		}
 	}
 	if d.PidsLimit < 0 {
 		bad("pids_limit %d is negative", d.PidsLimit)

@@ -19,7 +19,9 @@ func hardenedCfg() targets.Docker {
 	return targets.Docker{
 		Runtime: "runsc", User: "65534:65534", CapDrop: []string{"ALL"}, Seccomp: "default",
 		NoNewPrivileges: true, ReadOnlyRootfs: true,
-		Tmpfs:     []targets.Tmpfs{{Path: "/tmp", Size: "16Mi"}, {Path: "/work", Size: "1M", Exec: true}},
+		Tmpfs:     []targets.Tmpfs{{Path: "/tmp", Size: "16Mi"}, {Path: "/work", Size: "1M", Exec: true, NrInodes: 512}},
+		ShmSize:   "8Mi",
+		Ulimits:   []targets.Ulimit{{Name: "nofile", Soft: 256, Hard: 512}, {Name: "cpu", Soft: 5, Hard: 6}},
 		PidsLimit: 64, Memory: "128Mi", CPUs: 0.5, Network: "none",
 		Mounts: []targets.Mount{{Source: "/var/run/docker.sock", Target: "/var/run/docker.sock"}},
 		Env:    map[string]string{"B": "2", "A": "1"},
@@ -51,8 +53,15 @@ func TestHostConfig(t *testing.T) {
 	if got := hc.Tmpfs["/tmp"]; got != "rw,noexec,nosuid,nodev,size=16777216" {
 		t.Errorf("tmpfs /tmp options %q", got)
 	}
-	if got := hc.Tmpfs["/work"]; !strings.HasPrefix(got, "rw,exec,") {
-		t.Errorf("tmpfs /work options %q, want exec", got)
+	if got := hc.Tmpfs["/work"]; !strings.HasPrefix(got, "rw,exec,") || !strings.HasSuffix(got, ",nr_inodes=512") {
+		t.Errorf("tmpfs /work options %q, want exec and nr_inodes=512", got)
+	}
+	if hc.ShmSize != 8<<20 {
+		t.Errorf("shm size %d, want %d", hc.ShmSize, 8<<20)
+	}
+	if len(hc.Ulimits) != 2 || hc.Ulimits[0].Name != "nofile" || hc.Ulimits[0].Soft != 256 || hc.Ulimits[0].Hard != 512 ||
+		hc.Ulimits[1].Name != "cpu" || hc.Ulimits[1].Soft != 5 || hc.Ulimits[1].Hard != 6 {
+		t.Errorf("ulimits %+v", hc.Ulimits)
 	}
 	if len(hc.Mounts) != 2 || hc.Mounts[0].Target != runners.ProbeMount || !hc.Mounts[0].ReadOnly ||
 		hc.Mounts[0].Source != "/run/probes" || hc.Mounts[1].Source != "/var/run/docker.sock" {
@@ -128,6 +137,11 @@ func TestNewRefusesNonsense(t *testing.T) {
 		"tmpfs twice":        func(d *targets.Docker) { d.Tmpfs = append(d.Tmpfs, d.Tmpfs[0]) },
 		"tmpfs size":         func(d *targets.Docker) { d.Tmpfs = []targets.Tmpfs{{Path: "/t", Size: "lots"}} },
 		"negative pids":      func(d *targets.Docker) { d.PidsLimit = -1 },
+		"negative nr_inodes": func(d *targets.Docker) { d.Tmpfs[0].NrInodes = -1 },
+		"shm size words":     func(d *targets.Docker) { d.ShmSize = "big" },
+		"unknown ulimit":     func(d *targets.Docker) { d.Ulimits = []targets.Ulimit{{Name: "files", Soft: 1, Hard: 1}} },
+		"ulimit twice":       func(d *targets.Docker) { d.Ulimits = append(d.Ulimits, d.Ulimits[0]) },
+		"ulimit soft > hard": func(d *targets.Docker) { d.Ulimits = []targets.Ulimit{{Name: "cpu", Soft: 9, Hard: 1}} },
 		"tiny memory":        func(d *targets.Docker) { d.Memory = "1Mi" },
 		"memory words":       func(d *targets.Docker) { d.Memory = "a lot" },
 		"negative cpus":      func(d *targets.Docker) { d.CPUs = -1 },

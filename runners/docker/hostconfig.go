@@ -66,6 +66,10 @@ func (s settings) hostConfig(spec runners.SandboxSpec, network string) (*contain
 			MemorySwap: s.memory,
 			NanoCPUs:   int64(s.CPUs * 1e9),
 		},
+		ShmSize: s.shmSize,
+	}
+	for _, u := range s.Ulimits {
+		hc.Resources.Ulimits = append(hc.Resources.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
 	if s.unmaskPaths {
 		// What the docker CLI sends for --security-opt systempaths=unconfined:
