@@ -33,9 +33,9 @@ func init() {
 
 // Bounds (the catalog states each).
 const (
-	fdBound      = 4096  // open descriptors, four times the usual 1024
-	threadBound  = 512   // threads of one process
-	cpuBoundMsec = 4000  // CPU milliseconds of one process
+	fdBound      = 4096 // open descriptors, four times the usual 1024
+	threadBound  = 512  // threads of one process
+	cpuBoundMsec = 4000 // CPU milliseconds of one process
 )
 
 // rlimitLabel renders a limit as "soft/hard" with "unlimited" spelled out.
