@@ -297,7 +297,9 @@ func TestHarnessFailuresExitTwo(t *testing.T) {
 	})
 	t.Run("sandbox never ready", func(t *testing.T) {
 		bin := forgeBinary(t, "hang")
-		r := sandcheck(t, "run", "--target", "fixtures/targets/hardened.yaml", "--probes", "privilege.root-uid",
+		// Readiness is what an exec-mode sandbox waits for before its
+		// first task; the hardened reference itself launches tasks.
+		r := sandcheck(t, "run", "--target", execTarget(t, "hardened.yaml"), "--probes", "privilege.root-uid",
 			"--probe-binary", bin, "--start-timeout", "5s")
 		if r.code != 2 || !strings.Contains(r.stderr, "did not start") {
 			t.Errorf("exit %d, stderr %q; want 2 naming the start failure", r.code, r.stderr)
@@ -311,6 +313,32 @@ func TestHarnessFailuresExitTwo(t *testing.T) {
 			t.Errorf("a run whose sandbox never started passed: %+v", rec.Verdict)
 		}
 	})
+}
+
+// execTarget writes a copy of a reference target that launches tasks by exec
+// (one long-lived sandbox) and returns its path; the copy's seccomp profile
+// is the reference's own, by absolute path.
+func execTarget(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	if !strings.Contains(src, "launch: task") || !strings.Contains(src, "seccomp: seccomp-default.json") {
+		t.Fatalf("%s no longer launches tasks with the upstream seccomp profile; update execTarget", name)
+	}
+	src = strings.Replace(src, "launch: task", "launch: exec", 1)
+	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: "+filepath.Join(dir, "seccomp-default.json"), 1)
+	p := filepath.Join(t.TempDir(), "exec-"+name)
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestBadInput(t *testing.T) {
