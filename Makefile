@@ -80,22 +80,26 @@ rego-check: ## the Rego as `opa check --strict` and `opa fmt` want it (policies/
 script-test: ## test scripts/setup.sh (daemon.json merge, manual branch)
 	@bash scripts/test-setup.sh
 
-docs: ## regenerate docs/probes.md from the probe catalog
+docs: ## regenerate docs/probes.md (probe catalog) and docs/targets.md (target file reference)
 	@mkdir -p docs
 	tmp=$$(mktemp)
 	trap 'rm -f "$$tmp"' EXIT
 	$(GO) run ./cmd/sandcheck probes docs >"$$tmp"
-	mv "$$tmp" docs/probes.md
-	chmod 644 docs/probes.md
+	cp "$$tmp" docs/probes.md
+	$(GO) run ./internal/targetdocs targets >"$$tmp"
+	cp "$$tmp" docs/targets.md
+	chmod 644 docs/probes.md docs/targets.md
 
-docs-check: ## fail when docs/probes.md is not what `make docs` would write
+docs-check: ## fail when docs/probes.md or docs/targets.md is not what `make docs` would write
 	@tmp=$$(mktemp)
 	trap 'rm -f "$$tmp"' EXIT
-	$(GO) run ./cmd/sandcheck probes docs >"$$tmp"
-	if ! diff -u docs/probes.md "$$tmp"; then
-		echo "docs/probes.md is stale: run 'make docs' and commit the result" >&2
-		exit 1
-	fi
+	for doc in probes targets; do
+		if [[ $$doc == probes ]]; then $(GO) run ./cmd/sandcheck probes docs >"$$tmp"; else $(GO) run ./internal/targetdocs targets >"$$tmp"; fi
+		if ! diff -u docs/$$doc.md "$$tmp"; then
+			echo "docs/$$doc.md is stale: run 'make docs' and commit the result" >&2
+			exit 1
+		fi
+	done
 
 generate: ## go generate ./... (bpf2go needs clang and libbpf-dev: make setup)
 	$(GO) generate ./...

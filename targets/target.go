@@ -9,10 +9,18 @@ const Schema = "sandcheck.dev/target/v1"
 
 // Target is one parsed target file.
 type Target struct {
-	Schema  string `yaml:"schema"`
-	Name    string `yaml:"name"`
-	Runner  string `yaml:"runner"`
-	Image   string `yaml:"image"`
+	// Schema is the format version: sandcheck.dev/target/v1.
+	Schema string `yaml:"schema"`
+	// Name names the target in reports, waivers and sandbox labels.
+	Name string `yaml:"name"`
+	// Runner is how sandboxes are started: docker.
+	Runner string `yaml:"runner"`
+	// Image is the sandbox image, present locally (sandcheck never pulls).
+	Image string `yaml:"image"`
+	// Profile is the design guide's profile the platform runs this target
+	// under (no-network-transform, package-build, brokered-data-task,
+	// mediated-browser, high-risk-code, human-approved-publish); it decides
+	// what each probe must show and which runtime classes are accepted.
 	Profile string `yaml:"profile"`
 	// Description is free text for reports.
 	Description string `yaml:"description,omitempty"`
@@ -97,7 +105,9 @@ const BlockCanarySource = "${SANDCHECK_BLOCK_CANARY}"
 
 // Device is one host device put into the sandbox.
 type Device struct {
+	// Source is the host device path, or ${SANDCHECK_BLOCK_CANARY}.
 	Source string `yaml:"source"`
+	// Target is the device path inside the sandbox.
 	Target string `yaml:"target"`
 	// Permissions are the device cgroup permissions: r, w, m or a
 	// combination; empty means r.
@@ -147,7 +157,9 @@ func (t *Target) EgressProfile() string {
 
 // Tmpfs is one size-limited tmpfs mount.
 type Tmpfs struct {
+	// Path is where it is mounted in the sandbox.
 	Path string `yaml:"path"`
+	// Size caps it, e.g. "32Mi".
 	Size string `yaml:"size"`
 	// Exec allows executing files from it (default noexec).
 	Exec bool `yaml:"exec,omitempty"`
@@ -171,7 +183,11 @@ var UlimitNames = []string{"core", "cpu", "data", "fsize", "locks", "memlock", "
 
 // Mount is one bind mount.
 type Mount struct {
-	Source   string `yaml:"source"`
-	Target   string `yaml:"target"`
-	ReadOnly bool   `yaml:"read_only,omitempty"`
+	// Source is the host path (relative to the target file, or under
+	// ${SANDCHECK_RUN_DIR}).
+	Source string `yaml:"source"`
+	// Target is the path inside the sandbox.
+	Target string `yaml:"target"`
+	// ReadOnly mounts it read-only.
+	ReadOnly bool `yaml:"read_only,omitempty"`
 }
