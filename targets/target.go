@@ -172,9 +172,13 @@ type Tmpfs struct {
 // is the rlimit without RLIMIT_ in lower case (nofile, cpu, nproc...), Soft
 // and Hard its soft and hard values (Soft <= Hard).
 type Ulimit struct {
+	// Name is the limit's name as Docker knows it (nofile, nproc, cpu, ...;
+	// see UlimitNames).
 	Name string `yaml:"name"`
-	Soft int64  `yaml:"soft"`
-	Hard int64  `yaml:"hard"`
+	// Soft is the soft limit the workload starts with.
+	Soft int64 `yaml:"soft"`
+	// Hard is the ceiling the workload cannot raise the soft limit past.
+	Hard int64 `yaml:"hard"`
 }
 
 // UlimitNames are the limits Docker knows by name.
