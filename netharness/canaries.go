@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/sandcheck/sandcheck/canary"
@@ -41,6 +42,11 @@ var (
 	SinkUDPPorts = []int{123, 443}
 )
 
+// GatewayServicePorts are the ports of the token-recording listener on the
+// bridge gateway, the host's side of the harness network: the Docker engine
+// API and the kubelet, host services a sandbox must never reach.
+var GatewayServicePorts = []int{2375, 10250}
+
 const (
 	dnsPort = 53
 	// DNSAltPort is where the gateway's DNS canary also answers, for a
@@ -57,6 +63,9 @@ const (
 	// RolePackageMirror is the name profiles allow a package mirror by
 	// (policies/rego/profiles.rego, allowed_destinations).
 	RolePackageMirror = "package-mirror"
+	// RoleHostService is a listener on the gateway other than the resolver:
+	// a service of the host itself.
+	RoleHostService = "host-service"
 )
 
 // metadataRedirect is where the outside sink's /redirect sends a client.
@@ -153,6 +162,24 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		}
 		n.canaries = append(n.canaries, l)
 	}
+	icmp, err := sink.ServeICMP(ctx, outsideIP.String())
+	if err != nil {
+		return fmt.Errorf("starting icmp observer: %w", err)
+	}
+	n.canaries = append(n.canaries, icmp)
+	host := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleHostService})
+	for _, p := range GatewayServicePorts {
+		l, err := host.ServeTCP(ctx, net.JoinHostPort(gw, strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("starting gateway listener: %w", err)
+		}
+		n.canaries = append(n.canaries, l)
+	}
+	nbSink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleNeighbour})
+	if n.neighbour, err = startNeighbour(ctx, n.bridge, n.plan, nbSink); err != nil {
+		return err
+	}
+	n.neighbourLink = n.neighbour.hostLink
 	return nil
 }
 
@@ -165,6 +192,12 @@ func (n *Network) stopCanaries(ctx context.Context) error {
 		}
 	}
 	n.canaries = nil
+	if n.neighbour != nil {
+		if err := n.neighbour.close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		n.neighbour = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -197,6 +230,15 @@ func (n *Network) MirrorAddr() string {
 	return net.JoinHostPort(mirrorIP.String(), strconv.Itoa(MirrorPort))
 }
 
+// GatewayAddr is the bridge gateway, the host's own side of the network,
+// where a token-recording listener stands for host services on
+// GatewayServicePorts.
+func (n *Network) GatewayAddr() netip.Addr { return n.plan.Gateway }
+
+// NeighbourAddr is the neighbour sandbox's address on the run's subnet,
+// with listeners on NeighbourPorts.
+func (n *Network) NeighbourAddr() netip.Addr { return neighbourAddr(n.plan) }
+
 // Egress is the egress profile the network enforces.
 func (n *Network) Egress() string { return n.egress }
 
@@ -207,22 +249,32 @@ func (n *Network) DNSZone() string { return canary.DefaultZone }
 // the metadata address and the outside addresses. Anything a sandbox
 // reaches must be one of them (or its own loopback).
 func (n *Network) Owned() []netip.Addr {
-	return append([]netip.Addr{n.plan.Gateway}, hostAddrs()...)
+	return append([]netip.Addr{n.plan.Gateway, neighbourAddr(n.plan)}, hostAddrs()...)
 }
 
 // Role names what a harness address stands for, for evidence: the
 // destination a hit on that address proves the sandbox reached.
+// local is host:port, or a bare address for a hit without ports (ICMP).
 func (n *Network) Role(local string) string {
 	ap, err := netip.ParseAddrPort(local)
 	if err != nil {
-		return ""
+		a, aerr := netip.ParseAddr(local)
+		if aerr != nil {
+			return ""
+		}
+		ap = netip.AddrPortFrom(a, 0)
 	}
 	switch ap.Addr() {
 	case outsideIP:
 		return RoleOutside
 	case otherResolverIP:
 		return RoleOtherResolver
+	case neighbourAddr(n.plan):
+		return RoleNeighbour
 	case n.plan.Gateway:
+		if slices.Contains(GatewayServicePorts, int(ap.Port())) {
+			return RoleHostService
+		}
 		return RoleResolver
 	case metadataIP, ecsIP, alibabaIP:
 		return "metadata"

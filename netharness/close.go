@@ -101,6 +101,15 @@ func (n *Network) Leftovers(ctx context.Context) ([]string, error) {
 	if n.plan.Gateway.IsValid() {
 		owned = append(owned, n.plan.Gateway)
 	}
+	if n.neighbourLink != "" {
+		ok, err := linkExists(n.neighbourLink)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			out = append(out, "neighbour link "+n.neighbourLink)
+		}
+	}
 	listeners, err := harnessListeners(owned)
 	if err != nil {
 		errs = append(errs, err)

@@ -20,12 +20,20 @@ func (r rule) String() string { return r.chain + " " + strings.Join(r.spec, " ")
 
 // forwardRules stop every forwarded packet into or out of the bridge.
 // DOCKER-USER is the chain Docker evaluates first in FORWARD and never
-// rewrites, so the drops sit ahead of Docker's own accept rules.
-func forwardRules(bridge string) []rule {
-	return []rule{
-		{"DOCKER-USER", []string{"-i", bridge, "-j", "DROP"}},
-		{"DOCKER-USER", []string{"-o", bridge, "-j", "DROP"}},
+// rewrites, so the drops sit ahead of Docker's own accept rules. With
+// br_netfilter, traffic between two ports of the bridge passes FORWARD too
+// (in and out the bridge): the open profile accepts it, so sandboxes on the
+// network reach each other (and the neighbour) as on Docker's default
+// bridge; every other profile drops it, as enable_icc=false would. Such
+// traffic never leaves the bridge.
+func forwardRules(bridge, egress string) []rule {
+	var rules []rule
+	if egress == "" || egress == "open" {
+		rules = append(rules, rule{"DOCKER-USER", []string{"-i", bridge, "-o", bridge, "-j", "ACCEPT"}})
 	}
+	return append(rules,
+		rule{"DOCKER-USER", []string{"-i", bridge, "-j", "DROP"}},
+		rule{"DOCKER-USER", []string{"-o", bridge, "-j", "DROP"}})
 }
 
 // inputRules let packets from the bridge reach only the harness addresses

@@ -126,11 +126,12 @@ func metadataListening() (bool, error) {
 	return listensOn(f)
 }
 
-// harnessListeners describes every TCP listener and UDP socket bound to
-// one of addrs, from /proc/net/tcp and /proc/net/udp (never by connecting).
+// harnessListeners describes every TCP listener, UDP socket and raw socket
+// (the ICMP observer) bound to one of addrs, from /proc/net/tcp, udp and raw
+// (never by connecting). A raw socket's "port" there is its protocol.
 func harnessListeners(addrs []netip.Addr) ([]string, error) {
 	var out []string
-	for _, proto := range []string{"tcp", "udp"} {
+	for _, proto := range []string{"tcp", "udp", "raw"} {
 		f, err := os.Open("/proc/net/" + proto)
 		if err != nil {
 			return out, fmt.Errorf("reading /proc/net/%s: %w", proto, err)

@@ -90,6 +90,10 @@ type Network struct {
 	srv      *canary.Server
 	dns      *canary.DNS
 	canaries []closer // DNS servers and sinks, in start order
+	// neighbour is the neighbour sandbox's stand-in (neighbour.go); stopped
+	// with the canaries.
+	neighbour     *neighbour
+	neighbourLink string // its veth end, remembered for Leftovers
 
 	closeMu sync.Mutex
 	closed  bool
@@ -202,7 +206,7 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.egress = opts.Egress
-	n.rules, err = insertRules(n.ipt, append(forwardRules(n.bridge), in...))
+	n.rules, err = insertRules(n.ipt, append(forwardRules(n.bridge, opts.Egress), in...))
 	if err != nil {
 		return err
 	}

@@ -181,8 +181,11 @@ func checkLayout(t *testing.T, docker *client.Client, n *Network) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"-A DOCKER-USER -i " + n.Bridge() + " -j DROP", "-A DOCKER-USER -o " + n.Bridge() + " -j DROP"}
-	if len(user) < 3 || !slices.Equal(user[1:3], want) {
+	// The open profile: sandboxes on the bridge reach each other, nothing
+	// else is forwarded.
+	want := []string{"-A DOCKER-USER -i " + n.Bridge() + " -o " + n.Bridge() + " -j ACCEPT",
+		"-A DOCKER-USER -i " + n.Bridge() + " -j DROP", "-A DOCKER-USER -o " + n.Bridge() + " -j DROP"}
+	if len(user) < 4 || !slices.Equal(user[1:4], want) {
 		t.Errorf("DOCKER-USER = %q, want %q at its top", user, want)
 	}
 	fwd, err := ipt.List("filter", "FORWARD")

@@ -42,6 +42,13 @@ type Params struct {
 	// harness runs (100.100.100.200:80 on its bridge). Empty means none: the
 	// probe then sends nothing.
 	AlibabaAddr string
+	// GatewayAddr is the IPv4 address of the sandbox network's gateway, the
+	// host's own side, where the harness runs token-recording listeners for
+	// host services. Empty means none: the probe then sends nothing.
+	GatewayAddr string
+	// NeighbourAddr is the IPv4 address of a neighbouring sandbox on the
+	// same network with token-recording listeners. Empty means none.
+	NeighbourAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

@@ -155,7 +155,7 @@ func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidenc
 var canaryServices = map[string][]string{
 	"metadata": {canary.ServiceAWS, canary.ServiceGCP, canary.ServiceAzure, canary.ServiceECS, canary.ServiceAlibaba},
 	"dns":      {canary.ServiceDNS},
-	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP},
+	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP, canary.ServiceICMP},
 }
 
 // canaryHits joins the hits of one canary carrying the probe's token. Hits

@@ -38,7 +38,7 @@ func main() {
 const usage = `usage:
   sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
                       [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
-                      [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT]
+                      [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT] [--gateway-addr IP] [--neighbour-addr IP]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       ID [ID...]
   sandcheck-probe list
@@ -101,6 +101,8 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.ECSAddr, "ecs-addr", "", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)")
 	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
+	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
+	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -193,9 +195,12 @@ var zonePattern = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.){0,
 // checkAddrs accepts only literal addresses: probes never resolve a name
 // the harness gave them, so they reach exactly what they were told.
 func checkAddrs(p probes.Params) error {
-	if p.OutsideAddr != "" {
-		if a, err := netip.ParseAddr(p.OutsideAddr); err != nil || !a.Is4() {
-			return fmt.Errorf("--outside-addr must be an IPv4 address, not %q", p.OutsideAddr)
+	for name, v := range map[string]string{"outside-addr": p.OutsideAddr, "gateway-addr": p.GatewayAddr, "neighbour-addr": p.NeighbourAddr} {
+		if v == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(v); err != nil || !a.Is4() {
+			return fmt.Errorf("--%s must be an IPv4 address, not %q", name, v)
 		}
 	}
 	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,

@@ -213,7 +213,7 @@ func udpHello(ctx context.Context, addr, line string) (answered, wasSent bool, e
 // the probe (a guard before sending to anything read from elsewhere).
 func ownAddr(p probes.Params, ip netip.Addr) bool {
 	var own []netip.Addr
-	for _, s := range []string{p.OutsideAddr} {
+	for _, s := range []string{p.OutsideAddr, p.GatewayAddr, p.NeighbourAddr} {
 		if a, err := netip.ParseAddr(s); err == nil {
 			own = append(own, a)
 		}
