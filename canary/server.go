@@ -2,6 +2,7 @@ package canary
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,15 @@ type Server struct {
 // bounds until Close. ctx bounds only the listen; the server's life ends with
 // Close. Server errors are logged to logger, never printed.
 func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
+	return serve(ctx, addr, h, logger, nil)
+}
+
+// ServeTLS is Serve over TLS with cfg (HTTP/1.1).
+func ServeTLS(ctx context.Context, addr string, h http.Handler, cfg *tls.Config, logger *slog.Logger) (*Server, error) {
+	return serve(ctx, addr, h, logger, cfg)
+}
+
+func serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, cfg *tls.Config) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -57,6 +67,9 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 		},
 		ln:   &limitListener{Listener: ln, sem: make(chan struct{}, MaxConns)},
 		done: make(chan struct{}),
+	}
+	if cfg != nil {
+		s.ln = tls.NewListener(s.ln, cfg)
 	}
 	go func() {
 		defer close(s.done)

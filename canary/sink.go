@@ -168,6 +168,10 @@ func (s *Sink) serveHTTP(c net.Conn, br *bufio.Reader, hit Hit) {
 		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 		return
 	}
+	if isWebSocket(req) {
+		s.serveWebSocket(c, br, req, hit)
+		return
+	}
 	hit.Method, hit.Path, hit.Agent = clip(req.Method), clip(req.URL.RequestURI()), clip(req.UserAgent())
 	hit.Token, hit.Probe = attribute(req)
 	status, body, extra := http.StatusOK, SinkReply+s.role+"\n", ""

@@ -129,6 +129,22 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		}
 		n.canaries = append(n.canaries, s)
 	}
+	// The other resolver also speaks DNS over TLS and over HTTPS, as public
+	// resolvers do for software that bypasses the configured one.
+	tlsCfg, err := canary.SelfSignedTLS([]netip.Addr{otherResolverIP})
+	if err != nil {
+		return err
+	}
+	dot, err := canary.ServeDoT(ctx, n.DoTAddr(), n.dns, tlsCfg, log)
+	if err != nil {
+		return fmt.Errorf("starting dns-over-tls canary: %w", err)
+	}
+	n.canaries = append(n.canaries, dot)
+	doh, err := canary.ServeTLS(ctx, n.DoHAddr(), n.dns.DoH(), tlsCfg, log)
+	if err != nil {
+		return fmt.Errorf("starting dns-over-https canary: %w", err)
+	}
+	n.canaries = append(n.canaries, doh)
 	// The ECS task-role and Alibaba Cloud metadata canaries share the
 	// metadata canary's honeytokens and recorder.
 	for _, srv := range []struct {
@@ -217,6 +233,23 @@ func (n *Network) OutsideAddr() netip.Addr { return outsideIP }
 // sandbox's configured resolver.
 func (n *Network) OtherResolverAddr() string {
 	return net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort))
+}
+
+// Ports of the other resolver's encrypted DNS.
+const (
+	DoTPort = 853
+	DoHPort = 443
+)
+
+// DoTAddr is host:port of the other resolver's DNS over TLS.
+func (n *Network) DoTAddr() string {
+	return net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(DoTPort))
+}
+
+// DoHAddr is host:port of the other resolver's DNS over HTTPS endpoint
+// (canary.DoHPath).
+func (n *Network) DoHAddr() string {
+	return net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(DoHPort))
 }
 
 // DNSAltAddr is the gateway's DNS canary on its alternate port.

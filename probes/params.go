@@ -49,6 +49,12 @@ type Params struct {
 	// NeighbourAddr is the IPv4 address of a neighbouring sandbox on the
 	// same network with token-recording listeners. Empty means none.
 	NeighbourAddr string
+	// DoTAddr is host:port of a DNS-over-TLS server the sandbox was not
+	// configured to use. Empty means none.
+	DoTAddr string
+	// DoHAddr is host:port of a DNS-over-HTTPS server (path /dns-query)
+	// the sandbox was not configured to use. Empty means none.
+	DoHAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

@@ -427,7 +427,8 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr(),
 			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
 			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(),
-			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String())
+			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
+			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr())
 	}
 	if e.hostHoney != "" {
 		argv = append(argv, "--host-honey", e.hostHoney)
