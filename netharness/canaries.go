@@ -108,7 +108,7 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 	// would, and the canary stays on the addresses the sandbox must not
 	// reach.
 	resolver := n.dns
-	if n.egress == "mirror-only" || n.egress == "none" {
+	if n.egress == "mirror-only" || n.egress == "proxy-only" || n.egress == "none" {
 		var allow []string
 		if n.egress == "mirror-only" {
 			allow = []string{canary.MirrorLabel}
@@ -191,6 +191,12 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		}
 		n.canaries = append(n.canaries, l)
 	}
+	proxy := canary.NewProxy(canary.ProxyOptions{Recorder: rec, Logger: log, Owned: n.owns, Allow: n.proxyAllows})
+	pl, err := proxy.Serve(ctx, n.ProxyAddr())
+	if err != nil {
+		return fmt.Errorf("starting egress proxy: %w", err)
+	}
+	n.canaries = append(n.canaries, pl)
 	nbSink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleNeighbour})
 	if n.neighbour, err = startNeighbour(ctx, n.bridge, n.plan, nbSink); err != nil {
 		return err
@@ -263,6 +269,33 @@ func (n *Network) MirrorAddr() string {
 	return net.JoinHostPort(mirrorIP.String(), strconv.Itoa(MirrorPort))
 }
 
+// ProxyPort is the egress proxy's port on the gateway.
+const ProxyPort = 3128
+
+// RoleProxy names the egress proxy as a destination: the one a
+// mediated-browser profile allows (policies/rego/profiles.rego).
+const RoleProxy = "browser-proxy"
+
+// ProxyAddr is host:port of the harness's egress proxy (an HTTP CONNECT
+// proxy, canary.Proxy) on the gateway. Sandboxes on the network find it in
+// HTTP_PROXY and HTTPS_PROXY.
+func (n *Network) ProxyAddr() string {
+	return net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(ProxyPort))
+}
+
+// owns reports whether a is an address the harness holds for the run.
+func (n *Network) owns(a netip.Addr) bool { return slices.Contains(n.Owned(), a) }
+
+// proxyAllows is the egress proxy's policy: under the open profile a
+// careless platform's open proxy (every harness address); under any other
+// the package mirror alone.
+func (n *Network) proxyAllows(ap netip.AddrPort) bool {
+	if n.egress == "" || n.egress == "open" {
+		return true
+	}
+	return ap == netip.AddrPortFrom(mirrorIP, MirrorPort)
+}
+
 // GatewayAddr is the bridge gateway, the host's own side of the network,
 // where a token-recording listener stands for host services on
 // GatewayServicePorts.
@@ -307,6 +340,9 @@ func (n *Network) Role(local string) string {
 	case n.plan.Gateway:
 		if slices.Contains(GatewayServicePorts, int(ap.Port())) {
 			return RoleHostService
+		}
+		if ap.Port() == ProxyPort {
+			return RoleProxy
 		}
 		return RoleResolver
 	case metadataIP, ecsIP, alibabaIP:

@@ -55,6 +55,10 @@ type Params struct {
 	// DoHAddr is host:port of a DNS-over-HTTPS server (path /dns-query)
 	// the sandbox was not configured to use. Empty means none.
 	DoHAddr string
+	// ProxyAddr is host:port of the egress proxy the harness configured for
+	// the sandbox (an HTTP CONNECT proxy, also named in HTTP_PROXY and
+	// HTTPS_PROXY). Empty means none.
+	ProxyAddr string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

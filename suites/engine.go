@@ -428,7 +428,8 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
 			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(),
 			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
-			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr())
+			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr(),
+			"--proxy-addr", e.net.ProxyAddr())
 	}
 	if e.hostHoney != "" {
 		argv = append(argv, "--host-honey", e.hostHoney)
@@ -474,6 +475,9 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	}
 	if e.net != nil {
 		spec.Network, spec.DNS = e.net.Name(), []string{e.net.DNS()}
+		// The platform's egress proxy, as platforms configure one.
+		proxy := "http://" + e.net.ProxyAddr()
+		spec.Env = map[string]string{"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
 	}
 	// Honeyfiles must be in place before anything runs inside.
 	e.honey.plantMounts(e.mountSrc, e.log)

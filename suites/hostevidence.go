@@ -156,6 +156,7 @@ var canaryServices = map[string][]string{
 	"metadata": {canary.ServiceAWS, canary.ServiceGCP, canary.ServiceAzure, canary.ServiceECS, canary.ServiceAlibaba},
 	"dns":      {canary.ServiceDNS},
 	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP, canary.ServiceICMP},
+	"proxy":    {canary.ServiceProxy},
 }
 
 // canaryHits joins the hits of one canary carrying the probe's token. Hits

@@ -39,7 +39,7 @@ const usage = `usage:
   sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
                       [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
                       [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT] [--gateway-addr IP] [--neighbour-addr IP]
-                      [--dot-addr IP:PORT] [--doh-addr IP:PORT]
+                      [--dot-addr IP:PORT] [--doh-addr IP:PORT] [--proxy-addr IP:PORT]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       ID [ID...]
   sandcheck-probe list
@@ -104,6 +104,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
 	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
 	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
+	fs.StringVar(&p.ProxyAddr, "proxy-addr", "", "IP:PORT of the egress proxy the harness configured")
 	fs.StringVar(&p.DoTAddr, "dot-addr", "", "IP:PORT of the harness's DNS-over-TLS canary")
 	fs.StringVar(&p.DoHAddr, "doh-addr", "", "IP:PORT of the harness's DNS-over-HTTPS canary")
 	if err := fs.Parse(args); err != nil {
@@ -207,7 +208,7 @@ func checkAddrs(p probes.Params) error {
 		}
 	}
 	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,
-		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr} {
+		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr} {
 		if v == "" {
 			continue
 		}
