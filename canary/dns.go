@@ -204,6 +204,15 @@ func (d *DNS) answer(resp *dns.Msg, qtype uint16, name string) {
 		resp.Authoritative = false
 		return
 	}
+	if d.allow == nil && isMetadataHostname(name) && (qtype == dns.TypeA || qtype == dns.TypeANY) && d.metadata.Is4() {
+		// A cloud resolver's answer for its metadata host names.
+		resp.Authoritative = false
+		resp.Answer = []dns.RR{&dns.A{
+			Hdr: dns.RR_Header{Name: resp.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
+			A:   d.metadata.AsSlice(),
+		}}
+		return
+	}
 	if !dns.IsSubDomain(d.zone, name) {
 		// Not ours, and we never recurse: nothing leaves through us.
 		resp.Rcode = dns.RcodeRefused

@@ -238,3 +238,28 @@ func TestDNSFilterAnswersOnlyAllowed(t *testing.T) {
 		t.Errorf("canary: mirror answer %v service %s", resp.Answer, hit.Service)
 	}
 }
+
+// TestMetadataHostnames: the canary answers the cloud metadata host names
+// with the metadata address, as a cloud resolver does; a filtering
+// resolver refuses them.
+func TestMetadataHostnames(t *testing.T) {
+	md := netip.MustParseAddr("169.254.169.254")
+	canary := NewDNS(DNSOptions{Metadata: md})
+	filter := NewDNS(DNSOptions{Metadata: md, Allow: []string{MirrorLabel}})
+	for _, name := range MetadataHostnames {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		r, hit := canary.Answer(q)
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != md.String() || hit.Path != name {
+			t.Errorf("%s: canary answered %v", name, r)
+		}
+		if r, _ := filter.Answer(q); r.Rcode != dns.RcodeRefused {
+			t.Errorf("%s: the filter answered %s, want REFUSED", name, dns.RcodeToString[r.Rcode])
+		}
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("metadata.google.internal.evil.example.", dns.TypeA)
+	if r, _ := canary.Answer(q); r.Rcode != dns.RcodeRefused {
+		t.Errorf("a longer name answered %s", dns.RcodeToString[r.Rcode])
+	}
+}

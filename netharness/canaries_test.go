@@ -90,7 +90,14 @@ func TestInputRulesPerEgressProfile(t *testing.T) {
 			t.Errorf("%s ends with %v, want %v", egress, tail, wantTail)
 		}
 	}
-	for _, egress := range []string{"broker-only", "proxy-only", "bogus"} {
+	rules, err := inputRules("scbr-00000000", "169.254.150.1", "proxy-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := accepts(rules), append(gw, "169.254.150.1/32 tcp 3128"); !slices.Equal(got, want) {
+		t.Errorf("proxy-only accepts %v, want %v", got, want)
+	}
+	for _, egress := range []string{"broker-only", "bogus"} {
 		if _, err := inputRules("scbr-00000000", "169.254.150.1", egress); err == nil {
 			t.Errorf("%s: want an error (no canary stands for it)", egress)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/coreos/go-iptables/iptables"
@@ -42,7 +43,8 @@ func forwardRules(bridge, egress string) []rule {
 // metadata canaries on 169.254.169.254, 169.254.170.2 and 100.100.100.200, the outside addresses with their sinks, second resolver
 // and package mirror, and the gateway with the DNS canary); mirror-only
 // grants the package mirror and the filtering resolver on the gateway's
-// port 53; none grants that resolver alone. Under a profile
+// port 53; proxy-only grants that resolver and the egress proxy on the
+// gateway's ProxyPort; none grants that resolver alone. Under a profile
 // that grants less than everything, TCP and UDP are rejected rather than
 // dropped, so the sandbox's own resolver (Docker's 127.0.0.11) fails at once
 // instead of timing out and the probes get a clear "refused". Order
@@ -54,9 +56,12 @@ func inputRules(bridge, gateway, egress string) ([]rule, error) {
 		allowed = append(hostAddrs(), netip.MustParseAddr(gateway))
 	case "mirror-only":
 		allowed = []netip.Addr{mirrorIP}
+	case "proxy-only":
+		// The egress proxy on the gateway (canary.Proxy, which tunnels to the
+		// mirror alone under this profile); added below with the resolver.
 	case "none":
 	default:
-		return nil, fmt.Errorf("egress profile %q: the harness has no canary standing for what it allows (it serves none, mirror-only and open)", egress)
+		return nil, fmt.Errorf("egress profile %q: the harness has no canary standing for what it allows (it serves none, mirror-only, proxy-only and open)", egress)
 	}
 	var rules []rule
 	for _, a := range allowed {
@@ -67,6 +72,9 @@ func inputRules(bridge, gateway, egress string) ([]rule, error) {
 		// startCanaries), on its port 53 only.
 		for _, proto := range []string{"udp", "tcp"} {
 			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", proto, "--dport", "53", "-j", "ACCEPT"}})
+		}
+		if egress == "proxy-only" {
+			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", "tcp", "--dport", strconv.Itoa(ProxyPort), "-j", "ACCEPT"}})
 		}
 		rules = append(rules,
 			rule{"INPUT", []string{"-i", bridge, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}},
