@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -186,6 +188,54 @@ func TestSeccompCrossCheckLeftOut(t *testing.T) {
 		}
 		if _, ok := probes.Lookup("syscalls." + strings.ReplaceAll(name, "_", "-")); ok {
 			t.Errorf("%s has a probe although the default profile allows it", name)
+		}
+	}
+}
+
+// kernelBuiltWithout maps the syscalls left out of the family for the host's
+// kernel build to the option that would make them reachable: without it the
+// weak reference answers ENOSYS too, so a probe could not tell a sandbox from
+// the kernel's build (see probes/impl/syscalls_more.go).
+var kernelBuiltWithout = map[string]string{
+	"kexec_load":      "CONFIG_KEXEC",
+	"kexec_file_load": "CONFIG_KEXEC_FILE",
+	"init_module":     "CONFIG_MODULES",
+	"finit_module":    "CONFIG_MODULES",
+	"delete_module":   "CONFIG_MODULES",
+	"iopl":            "CONFIG_X86_IOPL_IOPERM",
+	"ioperm":          "CONFIG_X86_IOPL_IOPERM",
+}
+
+// TestSeccompCrossCheckKernelLacks records the other reason for a missing
+// probe: the default profile blocks these syscalls for a container without
+// capabilities (so a probe would agree with it on the hardened reference),
+// but this host's kernel is built without them, so the weak reference could
+// not escape. When the kernel gains the option the test fails: add the probe.
+func TestSeccompCrossCheckKernelLacks(t *testing.T) {
+	f, err := os.Open("/proc/config.gz")
+	if err != nil {
+		t.Skipf("the kernel does not publish its build options (%v): cannot tell which syscalls it lacks", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("reading /proc/config.gz: %v", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, 4<<20))
+	if err != nil {
+		t.Fatalf("reading /proc/config.gz: %v", err)
+	}
+	config := string(raw)
+	def := seccomp.DefaultProfile()
+	for name, option := range kernelBuiltWithout {
+		if v, why := profileVerdict(def, name); v != "blocked" {
+			t.Errorf("%s: the default profile says %s (%s) for a container without capabilities", name, v, why)
+		}
+		if strings.Contains(config, "\n"+option+"=y") || strings.Contains(config, "\n"+option+"=m") {
+			t.Errorf("%s: the kernel is built with %s now: add a probe for it", name, option)
+		}
+		if _, ok := probes.Lookup("syscalls." + strings.ReplaceAll(name, "_", "-")); ok {
+			t.Errorf("%s has a probe although this kernel lacks it", name)
 		}
 	}
 }

@@ -20,6 +20,18 @@ import (
 // again, never read or written; kernel control files are opened for writing
 // and closed without a write. Each result says what let the open through or
 // what refused it.
+//
+// Left out on purpose (PROBES.md names them; see the report of issue 4):
+//   - host.dev-mem and host.dev-port: the kernel here is built without
+//     CONFIG_DEVMEM and CONFIG_DEVPORT, so no /dev/mem or /dev/port exists
+//     to pass into the weak reference; a probe could only ever say blocked.
+//   - host.uevent-helper: built without CONFIG_UEVENT_HELPER, so
+//     /sys/kernel/uevent_helper does not exist (host.sysrq-trigger still
+//     tries it where it does).
+//   - host.proc-unmasked stays one probe: of its four files only /proc/keys
+//     and /proc/timer_list exist unmasked on this kernel (/proc/kcore and
+//     /proc/sched_debug are absent), so two of four split IDs could never
+//     escape; the per-file state is in its evidence.
 
 func init() {
 	register(map[string]Func{

@@ -39,7 +39,11 @@ import (
 //     iopl and ioperm check CAP_SYS_BOOT/CAP_SYS_MODULE first or are not built
 //     into every kernel (CONFIG_KEXEC, CONFIG_MODULES, CONFIG_X86_IOPL_IOPERM):
 //     on such a host even the weak reference answers ENOSYS, so the probe
-//     could not tell a sandbox from the host's kernel build.
+//     could not tell a sandbox from the host's kernel build. This host's
+//     kernel (6.18) is built without all four options;
+//     e2e TestSeccompCrossCheckKernelLacks reads /proc/config.gz and fails
+//     when one appears, and checks that Docker's default profile blocks each
+//     of these calls for a container without capabilities.
 
 // moreSyscall is one syscall probe of the table.
 type moreSyscall struct {
