@@ -5,10 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandcheck/sandcheck/canary"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
 )
 
 // hostEvidence gathers what the host itself observed about one probe: the
@@ -28,6 +31,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
+				items = append(items, it)
+			}
+		case strings.HasPrefix(h, "target:"):
+			if it, ok := e.targetFact(strings.TrimPrefix(h, "target:"), spec); ok {
 				items = append(items, it)
 			}
 		case h == "canary-process":
@@ -204,4 +211,65 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 	return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-hit", Indicates: probes.Escaped,
 		Summary: fmt.Sprintf("%d contact(s) with the probe's token reached the %s canary: %s", len(hits), name, truncate(strings.Join(seen, ", "), 300)),
 		Data:    data}}
+}
+
+// targetFact turns the PID namespace and devices the harness itself started
+// the sandbox with (the target's docker section, not the box's word) into
+// evidence. Under runc it settles the probe: the host's PID namespace or a
+// host device passed in is reach whatever the probe says. gVisor keeps its
+// own process table and devices, so there it only informs.
+func (e *Engine) targetFact(fact string, spec probes.Spec) (evidence.Item, bool) {
+	d := e.target.Docker
+	if d == nil {
+		return evidence.Item{}, false
+	}
+	it := evidence.Item{Source: evidence.SourceRuntime, Kind: "target-" + fact}
+	settles := d.Runtime == "runc"
+	switch fact {
+	case "pid":
+		if d.PID != "host" {
+			it.Summary = "the sandbox was started in its own PID namespace (target configuration)"
+			return it, true
+		}
+		it.Summary = "the sandbox was started in the host's PID namespace (target configuration: pid host)"
+		if settles {
+			it.Indicates = probes.Escaped
+		}
+	case "devices":
+		var passed []string
+		for _, dv := range d.Devices {
+			src := dv.Source
+			if src == targets.BlockCanarySource && e.block != nil {
+				src = e.block.path
+			}
+			if hostDeviceMatches(spec.ID, src, dv.Target) {
+				passed = append(passed, src+"->"+dv.Target)
+			}
+		}
+		if len(passed) == 0 {
+			it.Summary = "no host device of this kind was passed into the sandbox (target configuration)"
+			return it, true
+		}
+		it.Summary = fmt.Sprintf("host device(s) passed into the sandbox (target configuration): %s", strings.Join(passed, ", "))
+		if settles {
+			it.Indicates = probes.Escaped
+		}
+	default:
+		return it, false
+	}
+	return it, true
+}
+
+// hostDeviceMatches reports whether a device passed into the sandbox is the
+// kind a probe looks for: the kernel log for host.dev-kmsg, a host block
+// device for host.block-devices.
+func hostDeviceMatches(probe, source, target string) bool {
+	switch probe {
+	case "host.dev-kmsg":
+		return source == "/dev/kmsg" || target == "/dev/kmsg"
+	case "host.block-devices":
+		var st unix.Stat_t
+		return unix.Stat(source, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK
+	}
+	return false
 }
