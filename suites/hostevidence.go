@@ -22,6 +22,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 	for _, h := range spec.Host {
 		switch {
 		case strings.HasPrefix(h, "runtime:"):
+			if it, ok := e.targetFact(strings.TrimPrefix(h, "runtime:"), spec); ok {
+				items = append(items, it)
+				continue
+			}
 			if s.view != nil {
 				if it, ok := runtimeFact(strings.TrimPrefix(h, "runtime:"), spec, s.view); ok {
 					items = append(items, it)
@@ -31,10 +35,6 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
-				items = append(items, it)
-			}
-		case strings.HasPrefix(h, "target:"):
-			if it, ok := e.targetFact(strings.TrimPrefix(h, "target:"), spec); ok {
 				items = append(items, it)
 			}
 		case h == "canary-process":
@@ -223,7 +223,7 @@ func (e *Engine) targetFact(fact string, spec probes.Spec) (evidence.Item, bool)
 	if d == nil {
 		return evidence.Item{}, false
 	}
-	it := evidence.Item{Source: evidence.SourceRuntime, Kind: "target-" + fact}
+	it := evidence.Item{Source: evidence.SourceRuntime, Kind: fact}
 	settles := d.Runtime == "runc"
 	switch fact {
 	case "pid":
