@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,17 +59,18 @@ func startCanaryProc(probeBinary string) (*canaryProc, error) {
 	return c, nil
 }
 
-// check says whether a token a probe reported is the canary process's.
+// check says whether the tokens a probe reported (comma-separated: other
+// runs on the host have canaries too) include this run's canary process.
 func (c *canaryProc) check(reported string) (evidence.Item, bool) {
 	if c == nil || reported == "" {
 		return evidence.Item{}, false
 	}
-	if reported == c.token {
+	if slices.Contains(strings.Split(reported, ","), c.token) {
 		return evidence.Item{Source: evidence.SourceCanary, Kind: "canary-process", Indicates: probes.Escaped,
 			Summary: fmt.Sprintf("the probe saw the canary process the harness runs on the host (host pid %d) and read its token", c.cmd.Process.Pid)}, true
 	}
 	return evidence.Item{Source: evidence.SourceCanary, Kind: "canary-process",
-		Summary: "the probe reported a canary-process token the harness did not start in this run"}, true
+		Summary: "the probe reported canary-process tokens, none of them this run's canary"}, true
 }
 
 // stop ends the canary process (SIGTERM, which hold obeys, then SIGKILL) and

@@ -43,10 +43,10 @@ func TestCanaryProcessVisibleAndStopped(t *testing.T) {
 	if string(arg0) != probes.CanaryProcPrefix+c.token {
 		t.Errorf("canary argv[0] %q, want the prefix and token %q", arg0, c.token)
 	}
-	if it, ok := c.check(c.token); !ok || it.Indicates != probes.Escaped {
-		t.Errorf("the canary's own token was not confirmed: %+v", it)
+	if it, ok := c.check("proc-other-run," + c.token); !ok || it.Indicates != probes.Escaped {
+		t.Errorf("the canary's own token, among another run's, was not confirmed: %+v", it)
 	}
-	if it, ok := c.check("proc-forged"); !ok || it.Indicates != "" {
+	if it, ok := c.check("proc-forged,proc-other"); !ok || it.Indicates != "" {
 		t.Errorf("a forged token indicated %q, want nothing", it.Indicates)
 	}
 	c.stop(slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -44,13 +44,13 @@ func hostPIDNamespace(ctx context.Context, _ probes.Params) probes.Result {
 	}
 	pids := min(len(names), procScanMaxPIDs)
 	e.setInt("processes_visible", pids)
-	pid, tok := findCanaryProc(ctx)
-	if pid == "" {
-		return blocked(fmt.Sprintf("%d process(es) visible, none of them the harness's canary process on the host", pids), e)
+	found, tokens := findCanaryProcs(ctx)
+	if len(found) == 0 {
+		return blocked(fmt.Sprintf("%d process(es) visible, none of them a harness canary process on the host", pids), e)
 	}
-	e.set("canary_process_token", tok)
-	e.set("canary_process_pid", pid)
-	return escaped(fmt.Sprintf("the harness's canary process on the host is visible as pid %s among %d processes: the box shares the host's PID namespace", pid, pids), e)
+	e.set("canary_process_token", strings.Join(tokens, ","))
+	e.set("canary_process_pid", strings.Join(found, ","))
+	return escaped(fmt.Sprintf("%d harness canary process(es) on the host visible (pid %s) among %d processes: the box shares the host's PID namespace", len(found), strings.Join(found, ", "), pids), e)
 }
 
 // readArg0 returns argv[0] of a /proc/<pid>/cmdline, bounded; "" if unreadable.
@@ -82,8 +82,8 @@ func hostProc1Root(ctx context.Context, p probes.Params) probes.Result {
 		return inconclusive("the harness named no run-folder honeyfile to look for", e)
 	}
 	roots := []string{"/proc/1/root"}
-	if pid, _ := findCanaryProc(ctx); pid != "" {
-		roots = append(roots, "/proc/"+pid+"/root")
+	if pids, _ := findCanaryProcs(ctx); len(pids) > 0 {
+		roots = append(roots, "/proc/"+pids[0]+"/root")
 	}
 	var own unix.Stat_t
 	ownErr := unix.Stat("/", &own)
@@ -121,19 +121,24 @@ func hostProc1Root(ctx context.Context, p probes.Params) probes.Result {
 	return blocked("no process root the box can enter leads to the host's honeyfile", e)
 }
 
-// findCanaryProc returns the pid and token of the harness's canary process
-// if the box sees it.
-func findCanaryProc(ctx context.Context) (string, string) {
+// canaryProcMax bounds the canary processes reported: runs of other
+// sandcheck users on the same host have their own.
+const canaryProcMax = 16
+
+// findCanaryProcs returns the pids and tokens of the harness canary processes
+// the box sees (its own run's and any other run's on the same host).
+func findCanaryProcs(ctx context.Context) (pids, tokens []string) {
 	names, _ := listProc()
 	for i, n := range names {
-		if i >= procScanMaxPIDs || ctx.Err() != nil {
+		if i >= procScanMaxPIDs || ctx.Err() != nil || len(pids) >= canaryProcMax {
 			break
 		}
 		if tok, ok := strings.CutPrefix(readArg0("/proc/"+n+"/cmdline"), probes.CanaryProcPrefix); ok {
-			return n, clip(tok, 64)
+			pids = append(pids, n)
+			tokens = append(tokens, fileSafe(clip(tok, 64)))
 		}
 	}
-	return "", ""
+	return pids, tokens
 }
 
 // listProc returns the numeric entries of /proc, bounded.
