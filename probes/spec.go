@@ -53,6 +53,43 @@ type Spec struct {
 	// facts (the fingerprint family): its outcome is not-applicable on every
 	// target, and its expect must say so (default: not-applicable).
 	Informational bool `yaml:"informational,omitempty" json:"informational,omitempty"`
+	// Unproven records why a control cannot exist for the probe: no reference
+	// target can let it through (negative) or block it (positive). A probe
+	// without a reason must have both controls in the end-to-end tests.
+	Unproven *Unproven `yaml:"unproven,omitempty" json:"unproven,omitempty"`
+}
+
+// Unproven gives the reason a probe lacks a control; an empty reason means
+// the control exists.
+type Unproven struct {
+	// Negative says why no reference target lets the attempt through.
+	Negative string `yaml:"negative,omitempty" json:"negative,omitempty"`
+	// Positive says why no reference target blocks it.
+	Positive string `yaml:"positive,omitempty" json:"positive,omitempty"`
+}
+
+// informationalReason is the recorded reason of every informational probe:
+// it attempts nothing, so no target can block it or let it through.
+const informationalReason = "informational: the probe attempts nothing, so no target can block it or let it through"
+
+// Controls returns why the probe lacks its negative control (the weak
+// reference lets it through) and its positive control (the hardened
+// references give what the profile expects); an empty reason means the
+// control is claimed and the end-to-end controls must prove it.
+func (s Spec) Controls() (negative, positive string) {
+	if s.Informational {
+		return informationalReason, informationalReason
+	}
+	if s.Unproven == nil {
+		return "", ""
+	}
+	return s.Unproven.Negative, s.Unproven.Positive
+}
+
+// Proven reports whether the probe claims both controls.
+func (s Spec) Proven() bool {
+	n, p := s.Controls()
+	return n == "" && p == ""
 }
 
 // Placement is how the harness places a probe in sandboxes.
@@ -244,6 +281,14 @@ func (s Spec) check() error {
 	case Shared, Own, Sequence:
 	default:
 		return fmt.Errorf("sandbox %q is not shared, own or sequence", s.Sandbox)
+	}
+	if s.Unproven != nil && s.Unproven.Negative == "" && s.Unproven.Positive == "" {
+		return fmt.Errorf("unproven needs a negative or positive reason")
+	}
+	for _, h := range s.Host {
+		if strings.HasPrefix(h, "teardown:") && s.Sandbox != Own {
+			return fmt.Errorf("host %s is checked after the probe's sandbox is closed: sandbox must be own", h)
+		}
 	}
 	if _, ok := s.Expect["default"]; !ok {
 		return fmt.Errorf("expect needs a default")

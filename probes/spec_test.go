@@ -88,3 +88,34 @@ func TestParseResultsIsStrict(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCatalogUnproven(t *testing.T) {
+	base := "probes:\n  - id: teardown.x\n    category: teardown\n    criterion: verified-teardown\n    severity: high\n    description: d\n    rationale: r\n    remediation: m\n    timeout: 5s\n    sandbox: own\n    expect: {default: blocked}\n"
+	cat, err := ParseCatalog([]byte(base))
+	if err != nil {
+		t.Fatalf("spec rejected: %v", err)
+	}
+	if !cat[0].Proven() {
+		t.Errorf("a spec without unproven reasons must claim both controls")
+	}
+	withReason := base + "    unproven: {negative: no reference target lets it through}\n"
+	cat, err = ParseCatalog([]byte(withReason))
+	if err != nil {
+		t.Fatalf("spec with a reason rejected: %v", err)
+	}
+	if n, p := cat[0].Controls(); cat[0].Proven() || n == "" || p != "" {
+		t.Errorf("Controls() = %q, %q; Proven %t", n, p, cat[0].Proven())
+	}
+	for name, bad := range map[string]string{
+		"empty unproven":         base + "    unproven: {}\n",
+		"teardown check, shared": strings.Replace(base, "sandbox: own", "sandbox: shared", 1) + "    host: [teardown:processes]\n",
+	} {
+		if _, err := ParseCatalog([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	info := Spec{Informational: true}
+	if n, p := info.Controls(); n == "" || p == "" {
+		t.Errorf("an informational probe records why it has no controls: %q, %q", n, p)
+	}
+}

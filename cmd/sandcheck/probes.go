@@ -17,8 +17,12 @@ func probesCmd() *cobra.Command {
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List every probe: id, category, criterion, labels, description",
-		Args:  cobra.NoArgs,
+		Short: "List every probe: id, category, criterion, controls, labels, description",
+		Long: `List every probe. CONTROLS is "proven" when the end-to-end controls must
+show the probe both let through (weak reference) and blocked (hardened
+references); otherwise it says which control is missing and why, from the
+spec's unproven reasons.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return listProbes(cmd.OutOrStdout(), asJSON)
 		},
@@ -41,22 +45,55 @@ func listProbes(w io.Writer, asJSON bool) error {
 	if asJSON {
 		type row struct {
 			probes.Spec
-			Labels []string `json:"labels"`
+			Labels   []string         `json:"labels"`
+			Proven   bool             `json:"proven"`
+			Unproven *probes.Unproven `json:"unproven,omitempty"`
 		}
 		rows := make([]row, len(cat))
 		for i, s := range cat {
-			rows[i] = row{Spec: s, Labels: s.AllLabels()}
+			rows[i] = row{Spec: s, Labels: s.AllLabels(), Proven: s.Proven()}
+			if n, p := s.Controls(); n != "" || p != "" {
+				rows[i].Unproven = &probes.Unproven{Negative: n, Positive: p}
+			}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCATEGORY\tCRITERION\tLABELS\tDESCRIPTION")
+	fmt.Fprintln(tw, "ID\tCATEGORY\tCRITERION\tCONTROLS\tLABELS\tDESCRIPTION")
+	unproven := 0
 	for _, s := range cat {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Category, s.Criterion, strings.Join(s.AllLabels(), ","), s.Description)
+		if !s.Proven() {
+			unproven++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Category, s.Criterion, controls(s), strings.Join(s.AllLabels(), ","), s.Description)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d probes, %d unproven\n", len(cat), unproven)
+	return err
+}
+
+// controls is the CONTROLS column: proven, or which control is missing and
+// why.
+func controls(s probes.Spec) string {
+	n, p := s.Controls()
+	var parts []string
+	if n != "" {
+		parts = append(parts, "no negative control: "+n)
+	}
+	if p != "" {
+		parts = append(parts, "no positive control: "+p)
+	}
+	if len(parts) == 0 {
+		return "proven"
+	}
+	if n == p {
+		return "unproven: " + n
+	}
+	return "unproven (" + strings.Join(parts, "; ") + ")"
 }
 
 func writeDocs(w io.Writer) error {
@@ -81,7 +118,7 @@ func writeDocs(w io.Writer) error {
 			if s.Bound != "" {
 				fmt.Fprintf(&b, "; bound: %s", s.Bound)
 			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, "\n- Controls: %s\n", controls(s))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
