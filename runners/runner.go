@@ -85,6 +85,8 @@ type SandboxSpec struct {
 	Env map[string]string
 	// StartTimeout bounds Start.
 	StartTimeout time.Duration
+	// Hostname is the sandbox's host name ("" lets the runtime pick one).
+	Hostname string
 	// Command, when set, is the sandbox's first process (the task itself)
 	// instead of the probe binary's idle holder; Start returns once it runs
 	// and the sandbox implements Waiter.
@@ -135,6 +137,10 @@ type RuntimeView struct {
 	Env             []string `json:"env_names"` // names only, never values
 	Image           string   `json:"image"`
 	ImageDigest     string   `json:"image_digest"`
+	// Hostname and Labels are the identity the runtime gave the sandbox: its
+	// host name, and every label on it (the harness's and the platform's).
+	Hostname string            `json:"hostname,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
 	// State, ExitCode and OOMKilled describe the sandbox's first process
 	// when the view was taken (a finished task sandbox has exited).
 	State     string   `json:"state"`

@@ -479,6 +479,13 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		proxy := "http://" + e.net.ProxyAddr()
 		spec.Env = map[string]string{"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
 	}
+	// The identity the target gives each sandbox (attribution), bound to
+	// run, target and task; the harness's own labels above stay as they are.
+	id := targets.Identity{RunID: e.rec.RunID, Target: e.target.Name, Task: name}
+	spec.Hostname = e.target.Docker.IdentityHostname(id)
+	for k, v := range e.target.Docker.IdentityLabels(id) {
+		spec.Labels[k] = v
+	}
 	// Honeyfiles must be in place before anything runs inside.
 	e.honey.plantMounts(e.mountSrc, e.log)
 	sb, err := e.runner.Start(ctx, spec)

@@ -21,6 +21,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 	var items []evidence.Item
 	for _, h := range spec.Host {
 		switch {
+		case h == "runtime:hostname" || h == "runtime:labels":
+			if s.view != nil {
+				items = append(items, e.identityFact(strings.TrimPrefix(h, "runtime:"), s.view))
+			}
 		case strings.HasPrefix(h, "runtime:"):
 			if it, ok := e.targetFact(strings.TrimPrefix(h, "runtime:"), spec); ok {
 				items = append(items, it)

@@ -275,6 +275,7 @@ func (v *validator) checkDocker(d *Docker) {
 			v.add("$.docker.env."+k, "the SANDCHECK_ prefix is reserved for the harness")
 		}
 	}
+	v.checkIdentity(d)
 }
 
 // ParseSize reads sizes such as 128Mi, 512M, 1G or 4096 (bytes). Binary and

@@ -98,6 +98,15 @@ type Docker struct {
 	// harness makes over a small file in the run's folder and removes after
 	// the run.
 	Devices []Device `yaml:"devices,omitempty"`
+	// Hostname is the sandbox's host name, the identity the task sees from
+	// inside; ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET} and ${SANDCHECK_TASK}
+	// are filled per sandbox (see IdentityHostname). Empty lets the runtime
+	// pick one (Docker: the container ID), which binds nothing.
+	Hostname string `yaml:"hostname,omitempty"`
+	// Labels are the platform's own labels on each sandbox, the identity seen
+	// from outside; the same variables are filled per sandbox. The harness
+	// adds its sandcheck.* labels in any case, so those names are reserved.
+	Labels map[string]string `yaml:"labels,omitempty"`
 }
 
 // BlockCanarySource names, as a device source, the harness's loop device.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,6 +36,8 @@ func runtimeView(c container.InspectResponse, image string) runners.RuntimeView 
 	if cfg := c.Config; cfg != nil {
 		v.User = cfg.User
 		v.Env = envNames(cfg.Env)
+		v.Hostname = cfg.Hostname
+		v.Labels = maps.Clone(cfg.Labels)
 	} else {
 		v.Unknown = append(v.Unknown, "user", "env_names")
 	}

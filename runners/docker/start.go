@@ -92,6 +92,7 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 		ConfigModifier: func(c *container.Config) {
 			c.User = r.cfg.User
 			c.Env = env
+			c.Hostname = spec.Hostname
 		},
 		HostConfigModifier: func(h *container.HostConfig) { *h = *hc },
 		WaitingFor:         ready,

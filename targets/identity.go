@@ -1,0 +1,115 @@
+package targets
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// The variables a target's hostname and labels may name; the harness fills
+// them for each sandbox, so the identity a platform gives a sandbox can be
+// bound to the run, the target and the task.
+const (
+	VarRunID  = "${SANDCHECK_RUN_ID}"
+	VarTarget = "${SANDCHECK_TARGET}"
+	VarTask   = "${SANDCHECK_TASK}"
+)
+
+// Identity is what the harness knows of one sandbox, to fill a target's
+// hostname and labels.
+type Identity struct {
+	RunID  string
+	Target string
+	Task   string
+}
+
+var (
+	identityVar = regexp.MustCompile(`\$\{[^}]*\}`)
+	// labelKey follows Docker's recommendation: reverse-DNS-ish lower case.
+	labelKey = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+)
+
+// maxHostname is the kernel's limit on a UTS host name (and RFC 1123's on
+// one label).
+const maxHostname = 63
+
+// checkIdentity validates the docker hostname and labels: only the identity
+// variables, and no label under the harness's own sandcheck. prefix.
+func (v *validator) checkIdentity(d *Docker) {
+	known := func(path, s string) {
+		for _, m := range identityVar.FindAllString(s, -1) {
+			if m != VarRunID && m != VarTarget && m != VarTask {
+				v.add(path, "%s is not one of %s, %s, %s", m, VarRunID, VarTarget, VarTask)
+			}
+		}
+	}
+	if d.Hostname != "" {
+		known("$.docker.hostname", d.Hostname)
+		if s := identityVar.ReplaceAllString(d.Hostname, "x"); !hostnameChars.MatchString(s) {
+			v.add("$.docker.hostname", "must be lower-case letters, digits and '-' besides the variables (got %q)", d.Hostname)
+		}
+	}
+	keys := make([]string, 0, len(d.Labels))
+	for k := range d.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := "$.docker.labels." + k
+		switch {
+		case !labelKey.MatchString(k):
+			v.add(p, "label names are lower-case letters, digits, '.', '_' and '-'")
+		case strings.HasPrefix(k, "sandcheck.") || k == "sandcheck":
+			v.add(p, "the sandcheck. prefix is reserved for the harness's own labels")
+		}
+		known(p, d.Labels[k])
+	}
+}
+
+var hostnameChars = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// IdentityHostname returns the sandbox's host name for one identity: the target's
+// hostname with the variables filled, made a valid host name (lower case,
+// letters, digits and '-', at most 63 characters, cut at the end so the run ID
+// written first survives). Empty when the target declares none (the runtime
+// then picks one).
+func (d *Docker) IdentityHostname(id Identity) string {
+	if d == nil || d.Hostname == "" {
+		return ""
+	}
+	s := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, id.expand(d.Hostname))
+	if len(s) > maxHostname {
+		s = s[:maxHostname]
+	}
+	return strings.Trim(s, "-")
+}
+
+// IdentityLabels returns the target's labels with the variables filled.
+func (d *Docker) IdentityLabels(id Identity) map[string]string {
+	if d == nil || len(d.Labels) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(d.Labels))
+	for k, v := range d.Labels {
+		out[k] = id.expand(v)
+	}
+	return out
+}
+
+func (id Identity) expand(s string) string {
+	return strings.NewReplacer(VarRunID, id.RunID, VarTarget, id.Target, VarTask, id.Task).Replace(s)
+}
+
+// String names the identity in errors and logs.
+func (id Identity) String() string {
+	return fmt.Sprintf("run %s, target %s, task %s", id.RunID, id.Target, id.Task)
+}
