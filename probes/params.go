@@ -87,3 +87,15 @@ const SuidCanary = "sandcheck-suid-canary"
 
 // MarkerPrefix starts the name of every marker file a persistence probe plants.
 const MarkerPrefix = ".sandcheck-marker-"
+
+// TeardownPrefix starts the name of every file a teardown probe plants to
+// see whether it outlives the sandbox; the token follows.
+const TeardownPrefix = ".sandcheck-teardown-"
+
+// Labels a teardown probe puts on whatever it creates through a container
+// engine, so that the host's check after close finds it by the probe's token
+// and the run's own sweeps find it by the run.
+const (
+	LabelTeardownToken = "sandcheck.teardown"
+	LabelRun           = "sandcheck.run"
+)

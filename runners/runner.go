@@ -56,6 +56,32 @@ type TeardownVerifier interface {
 	VerifyTeardown(ctx context.Context) ([]string, error)
 }
 
+// ResidueFinder is implemented by sandboxes that can search the host, after
+// Close, for what code inside planted to outlive them, marked with a token
+// (the teardown probes). It removes what it finds, so the host is left as
+// it was.
+type ResidueFinder interface {
+	// FindResidue looks for things of the given kinds (ResidueKinds) that
+	// carry token and returns one finding per kind; calling it before Close
+	// is an error.
+	FindResidue(ctx context.Context, token string, kinds []string) ([]Residue, error)
+}
+
+// ResidueKinds are the kinds of host state a ResidueFinder looks through.
+var ResidueKinds = []string{"processes", "cgroups", "mounts", "scratch", "network", "container"}
+
+// Residue is what one teardown check found on the host.
+type Residue struct {
+	// Kind is one of ResidueKinds.
+	Kind string
+	// Checked says what was looked through.
+	Checked string
+	// Found lists what survived, one line each; empty means nothing did.
+	Found []string
+	// Failed says why the check could not look (then Found means nothing).
+	Failed string
+}
+
 // Capabilities of a runner's sandboxes.
 type Capabilities struct {
 	// Network: sandboxes can be attached to the harness network.

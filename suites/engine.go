@@ -68,6 +68,9 @@ type sandbox struct {
 	sb   runners.Sandbox
 	info *evidence.Sandbox
 	view *runners.RuntimeView
+	// tokens holds the token each probe ran with (under Engine.mu), for the
+	// teardown checks after close.
+	tokens map[string]string
 }
 
 // NewEngine loads the target, prepares the run folder, the probe delivery
@@ -302,14 +305,17 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		if err != nil {
 			return err
 		}
-		defer e.closeSandbox(sb)
-		return e.execOne(ctx, sb, spec, res, marker, phase)
+		err = e.execOne(ctx, sb, spec, res, marker, phase)
+		e.closeSandbox(sb)
+		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
+		return err
 	}
 	reports, token, sb, err := e.runTask(ctx, name, []probes.Spec{spec}, marker, phase)
 	if err != nil {
 		return err
 	}
 	e.fill(spec, res, reports[spec.ID], token, sb)
+	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
 	return nil
 }
 
@@ -410,6 +416,12 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 
 // fill puts a self-report and the host's evidence into a result.
 func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, token string, s *sandbox) {
+	e.mu.Lock()
+	if s.tokens == nil {
+		s.tokens = map[string]string{}
+	}
+	s.tokens[spec.ID] = token
+	e.mu.Unlock()
 	res.Sandbox = s.sb.ID()
 	res.Outcome, res.Detail = self.Outcome, self.Detail
 	res.Evidence = append(res.Evidence, self.Items...)

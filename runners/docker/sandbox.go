@@ -20,6 +20,9 @@ type Sandbox struct {
 	// mergedDir is the container's root filesystem mount on the host (from
 	// the storage driver), looked for by VerifyTeardown.
 	mergedDir string
+	// hostDirs are the writable host folders (binds and volumes) mounted
+	// into the container, where FindResidue looks for planted files.
+	hostDirs []string
 
 	closeMu  sync.Mutex
 	closed   bool // Close removed the container
@@ -58,7 +61,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 // host, for VerifyTeardown. Not knowing it only narrows that check.
 func (s *Sandbox) recordLayout(ctx context.Context) {
 	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
-	if err != nil || res.Container.GraphDriver == nil {
+	if err != nil {
+		return
+	}
+	s.hostDirs = writableHostDirs(res.Container.Mounts)
+	if res.Container.GraphDriver == nil {
 		return
 	}
 	s.mergedDir = res.Container.GraphDriver.Data["MergedDir"]
