@@ -2,6 +2,8 @@ package netharness
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,7 +110,7 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 	// would, and the canary stays on the addresses the sandbox must not
 	// reach.
 	resolver := n.dns
-	if n.egress == "mirror-only" || n.egress == "proxy-only" || n.egress == "none" {
+	if n.egress != "" && n.egress != "open" {
 		var allow []string
 		if n.egress == "mirror-only" {
 			allow = []string{canary.MirrorLabel}
@@ -197,6 +199,15 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		return fmt.Errorf("starting egress proxy: %w", err)
 	}
 	n.canaries = append(n.canaries, pl)
+	bt := make([]byte, 16)
+	rand.Read(bt)
+	n.brokerToken = "scb" + hex.EncodeToString(bt)
+	broker := canary.NewBroker(rec, n.brokerToken, n.egress == "" || n.egress == "open")
+	bs, err := canary.Serve(ctx, n.BrokerAddr(), broker, log)
+	if err != nil {
+		return fmt.Errorf("starting tool broker: %w", err)
+	}
+	n.canaries = append(n.canaries, bs)
 	nbSink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleNeighbour})
 	if n.neighbour, err = startNeighbour(ctx, n.bridge, n.plan, nbSink); err != nil {
 		return err
@@ -268,6 +279,24 @@ func (n *Network) DNSAltAddr() string {
 func (n *Network) MirrorAddr() string {
 	return net.JoinHostPort(mirrorIP.String(), strconv.Itoa(MirrorPort))
 }
+
+// BrokerPort is the tool broker's port on the gateway.
+const BrokerPort = 8090
+
+// RoleBroker names the tool broker as a destination: the one a
+// brokered-data-task profile allows (policies/rego/profiles.rego).
+const RoleBroker = "tool-broker"
+
+// BrokerAddr is host:port of the harness's tool broker (canary.Broker) on
+// the gateway. It requires BrokerToken except under the open profile, where
+// it stands for a careless platform's broker that serves anyone.
+func (n *Network) BrokerAddr() string {
+	return net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(BrokerPort))
+}
+
+// BrokerToken is the run's broker token, the scoped credential the
+// platform hands a brokered task.
+func (n *Network) BrokerToken() string { return n.brokerToken }
 
 // ProxyPort is the egress proxy's port on the gateway.
 const ProxyPort = 3128
@@ -343,6 +372,9 @@ func (n *Network) Role(local string) string {
 		}
 		if ap.Port() == ProxyPort {
 			return RoleProxy
+		}
+		if ap.Port() == BrokerPort {
+			return RoleBroker
 		}
 		return RoleResolver
 	case metadataIP, ecsIP, alibabaIP:

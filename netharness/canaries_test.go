@@ -97,7 +97,14 @@ func TestInputRulesPerEgressProfile(t *testing.T) {
 	if got, want := accepts(rules), append(gw, "169.254.150.1/32 tcp 3128"); !slices.Equal(got, want) {
 		t.Errorf("proxy-only accepts %v, want %v", got, want)
 	}
-	for _, egress := range []string{"broker-only", "bogus"} {
+	rules, err = inputRules("scbr-00000000", "169.254.150.1", "broker-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := accepts(rules), append(gw, "169.254.150.1/32 tcp 8090"); !slices.Equal(got, want) {
+		t.Errorf("broker-only accepts %v, want %v", got, want)
+	}
+	for _, egress := range []string{"bogus"} {
 		if _, err := inputRules("scbr-00000000", "169.254.150.1", egress); err == nil {
 			t.Errorf("%s: want an error (no canary stands for it)", egress)
 		}

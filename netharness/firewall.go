@@ -44,7 +44,8 @@ func forwardRules(bridge, egress string) []rule {
 // and package mirror, and the gateway with the DNS canary); mirror-only
 // grants the package mirror and the filtering resolver on the gateway's
 // port 53; proxy-only grants that resolver and the egress proxy on the
-// gateway's ProxyPort; none grants that resolver alone. Under a profile
+// gateway's ProxyPort; broker-only that resolver and the tool broker on
+// BrokerPort; none grants that resolver alone. Under a profile
 // that grants less than everything, TCP and UDP are rejected rather than
 // dropped, so the sandbox's own resolver (Docker's 127.0.0.11) fails at once
 // instead of timing out and the probes get a clear "refused". Order
@@ -56,12 +57,14 @@ func inputRules(bridge, gateway, egress string) ([]rule, error) {
 		allowed = append(hostAddrs(), netip.MustParseAddr(gateway))
 	case "mirror-only":
 		allowed = []netip.Addr{mirrorIP}
+	case "broker-only":
+		// The tool broker on the gateway; added below with the resolver.
 	case "proxy-only":
 		// The egress proxy on the gateway (canary.Proxy, which tunnels to the
 		// mirror alone under this profile); added below with the resolver.
 	case "none":
 	default:
-		return nil, fmt.Errorf("egress profile %q: the harness has no canary standing for what it allows (it serves none, mirror-only, proxy-only and open)", egress)
+		return nil, fmt.Errorf("egress profile %q: the harness has no canary standing for what it allows (it serves none, mirror-only, broker-only, proxy-only and open)", egress)
 	}
 	var rules []rule
 	for _, a := range allowed {
@@ -73,8 +76,8 @@ func inputRules(bridge, gateway, egress string) ([]rule, error) {
 		for _, proto := range []string{"udp", "tcp"} {
 			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", proto, "--dport", "53", "-j", "ACCEPT"}})
 		}
-		if egress == "proxy-only" {
-			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", "tcp", "--dport", strconv.Itoa(ProxyPort), "-j", "ACCEPT"}})
+		if port := map[string]int{"proxy-only": ProxyPort, "broker-only": BrokerPort}[egress]; port != 0 {
+			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", gateway + "/32", "-p", "tcp", "--dport", strconv.Itoa(port), "-j", "ACCEPT"}})
 		}
 		rules = append(rules,
 			rule{"INPUT", []string{"-i", bridge, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}},

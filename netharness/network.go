@@ -94,6 +94,7 @@ type Network struct {
 	// with the canaries.
 	neighbour     *neighbour
 	neighbourLink string // its veth end, remembered for Leftovers
+	brokerToken   string // the tool broker's per-run token
 
 	closeMu sync.Mutex
 	closed  bool

@@ -59,6 +59,12 @@ type Params struct {
 	// the sandbox (an HTTP CONNECT proxy, also named in HTTP_PROXY and
 	// HTTPS_PROXY). Empty means none.
 	ProxyAddr string
+	// BrokerAddr is host:port of the tool broker the harness runs, the one
+	// endpoint a brokered task may call. Empty means none.
+	BrokerAddr string
+	// BrokerToken is the task's scoped broker credential, as the platform
+	// hands it to the task.
+	BrokerToken string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

@@ -441,7 +441,7 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(),
 			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
 			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr(),
-			"--proxy-addr", e.net.ProxyAddr())
+			"--proxy-addr", e.net.ProxyAddr(), "--broker-addr", e.net.BrokerAddr(), "--broker-token", e.net.BrokerToken())
 	}
 	if e.hostHoney != "" {
 		argv = append(argv, "--host-honey", e.hostHoney)

@@ -168,6 +168,7 @@ var canaryServices = map[string][]string{
 	"dns":      {canary.ServiceDNS},
 	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP, canary.ServiceICMP},
 	"proxy":    {canary.ServiceProxy},
+	"broker":   {canary.ServiceBroker},
 }
 
 // canaryHits joins the hits of one canary carrying the probe's token. Hits

@@ -40,6 +40,7 @@ const usage = `usage:
                       [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
                       [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT] [--gateway-addr IP] [--neighbour-addr IP]
                       [--dot-addr IP:PORT] [--doh-addr IP:PORT] [--proxy-addr IP:PORT]
+                      [--broker-addr IP:PORT] [--broker-token T]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       ID [ID...]
   sandcheck-probe list
@@ -105,6 +106,8 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
 	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
 	fs.StringVar(&p.ProxyAddr, "proxy-addr", "", "IP:PORT of the egress proxy the harness configured")
+	fs.StringVar(&p.BrokerAddr, "broker-addr", "", "IP:PORT of the harness's tool broker")
+	fs.StringVar(&p.BrokerToken, "broker-token", "", "the task's broker token")
 	fs.StringVar(&p.DoTAddr, "dot-addr", "", "IP:PORT of the harness's DNS-over-TLS canary")
 	fs.StringVar(&p.DoHAddr, "doh-addr", "", "IP:PORT of the harness's DNS-over-HTTPS canary")
 	if err := fs.Parse(args); err != nil {
@@ -128,7 +131,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 		return 2
 	}
-	for name, v := range map[string]string{"token": p.Token, "run-id": p.RunID, "marker": p.Marker} {
+	for name, v := range map[string]string{"token": p.Token, "run-id": p.RunID, "marker": p.Marker, "broker-token": p.BrokerToken} {
 		if !safeArg.MatchString(v) {
 			fmt.Fprintf(stderr, "sandcheck-probe: --%s must match %s\n", name, safeArg)
 			return 2
@@ -208,7 +211,7 @@ func checkAddrs(p probes.Params) error {
 		}
 	}
 	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,
-		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr} {
+		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr, "broker-addr": p.BrokerAddr} {
 		if v == "" {
 			continue
 		}

@@ -218,7 +218,7 @@ func ownAddr(p probes.Params, ip netip.Addr) bool {
 			own = append(own, a)
 		}
 	}
-	for _, s := range []string{p.ResolverAddr, p.OtherResolverAddr, p.DoTAddr, p.DoHAddr, p.ProxyAddr, givenMetadataAddr(p)} {
+	for _, s := range []string{p.ResolverAddr, p.OtherResolverAddr, p.DoTAddr, p.DoHAddr, p.ProxyAddr, p.BrokerAddr, givenMetadataAddr(p)} {
 		if ap, err := netip.ParseAddrPort(s); err == nil {
 			own = append(own, ap.Addr())
 		}
