@@ -8,27 +8,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandcheck/sandcheck/internal/secretshape"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
-// valueShapes are secret formats recognisable from the value alone. They are
-// the issuers' documented prefixes, so a match is rarely innocent.
-var valueShapes = []struct {
-	name string
-	re   *regexp.Regexp
-}{
-	{"aws-access-key-id", regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"github-token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}`)},
-	{"github-fine-grained-pat", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,}`)},
-	{"gitlab-token", regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
-	{"slack-token", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`)},
-	{"sk-api-key", regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)}, // OpenAI, Anthropic (sk-ant-)
-	{"stripe-key", regexp.MustCompile(`\b[sr]k_live_[A-Za-z0-9]{20,}`)},
-	{"google-api-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`)},
-	{"url-credentials", regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]{3,}@`)},
-}
+// valueShapes are secret formats recognisable from the value alone (shared
+// with the output gate).
+var valueShapes = secretshape.Shapes
 
 var (
 	// awsSecretValue is the shape of an AWS secret access key; alone it is
@@ -66,8 +52,8 @@ func scanEnv(env []string) []secretFinding {
 
 func secretPattern(name, val string) string {
 	for _, s := range valueShapes {
-		if s.re.MatchString(val) {
-			return s.name
+		if s.RE.MatchString(val) {
+			return s.Name
 		}
 	}
 	upper := strings.ToUpper(name)
