@@ -6,6 +6,7 @@ package evidence
 import (
 	"time"
 
+	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -21,6 +22,9 @@ const (
 	SourceRuntime  = "runtime"
 	SourceTracer   = "tracer"
 	SourceTeardown = "teardown"
+	// SourceOutput is the host's view of the output release path (what the
+	// output gate read and released).
+	SourceOutput = "output"
 )
 
 // Record is one run.
@@ -45,8 +49,20 @@ type Record struct {
 	// NetworkLeftovers is what the host's check found of the harness network
 	// after it was removed (empty: nothing survived).
 	NetworkLeftovers []string `json:"network_leftovers,omitempty"`
-	Timing           Timing   `json:"timing"`
-	Verdict          *Verdict `json:"verdict,omitempty"`
+	// Outputs are the passes of the output release path, with every
+	// artifact's digest, type and flags.
+	Outputs []OutputRelease `json:"outputs,omitempty"`
+	Timing  Timing          `json:"timing"`
+	Verdict *Verdict        `json:"verdict,omitempty"`
+}
+
+// OutputRelease is one pass of the output release path: after the probe run
+// that used Token, in sandbox Sandbox.
+type OutputRelease struct {
+	Token   string          `json:"token"`
+	Sandbox string          `json:"sandbox,omitempty"`
+	Probes  []string        `json:"probes,omitempty"`
+	Release *output.Release `json:"release"`
 }
 
 // Tool names the sandcheck build and policy that produced the record.

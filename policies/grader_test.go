@@ -304,7 +304,14 @@ func TestUnconfirmedNeverPasses(t *testing.T) {
 	g := newGrader(t)
 	for _, s := range probes.Catalog() {
 		rec := hardenedRecord()
-		result(rec, s.ID).Outcome = probes.Inconclusive
+		r := result(rec, s.ID)
+		r.Outcome = probes.Inconclusive
+		if slices.Contains(s.Host, "output:release") {
+			// The output probes always report inconclusive and the host's
+			// view of the release decides; without that view they are
+			// inconclusive.
+			r.Evidence = r.Evidence[:1]
+		}
 		v := grade(t, g, rec)
 		if v.Pass {
 			t.Errorf("verdict passes with %s inconclusive", s.ID)

@@ -1,5 +1,7 @@
 package probes
 
+import "strings"
+
 // Params is what the harness hands a probe on the command line of the probe
 // binary. Probes reach only addresses named here.
 type Params struct {
@@ -77,6 +79,10 @@ type Params struct {
 	// ProbeDir is where the runner delivered the probe binary (read-only); the
 	// harness's own mount is not a finding.
 	ProbeDir string
+	// OutputDir is the folder inside the sandbox the target declares for the
+	// task's output (empty: none); the output probes plant their artifacts
+	// there.
+	OutputDir string
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.
@@ -105,3 +111,10 @@ const (
 	LabelTeardownToken = "sandcheck.teardown"
 	LabelRun           = "sandcheck.run"
 )
+
+// OutputArtifactPrefix starts the name of every artifact one output probe
+// run plants: its token, a dot and the probe's name within the family. The
+// host joins what the release path shows to the probe by it.
+func OutputArtifactPrefix(token, probeID string) string {
+	return token + "." + strings.TrimPrefix(probeID, "output.")
+}

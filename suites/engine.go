@@ -40,7 +40,8 @@ type Engine struct {
 	probes string // host folder holding only the probe binary
 	honey  *honey
 	grader *policies.Grader
-	trace  *runTrace // the eBPF tracer's part of the run (suites/trace.go)
+	trace  *runTrace   // the eBPF tracer's part of the run (suites/trace.go)
+	out    *outputPath // the target's output release path (suites/output.go)
 
 	// The other host-side canaries (honey_canary.go).
 	proc      *canaryProc  // the canary process on the host
@@ -140,6 +141,9 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		blockPath = e.block.path
 	}
 	if dcfg.Devices, err = tg.ResolveDevices(blockPath); err != nil {
+		return nil, err
+	}
+	if err := e.setupOutput(&dcfg); err != nil {
 		return nil, err
 	}
 	if dcfg.Seccomp != "" && dcfg.Seccomp != "default" && dcfg.Seccomp != "unconfined" && !filepath.IsAbs(dcfg.Seccomp) {
@@ -382,6 +386,7 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 			e.setView(sb)
 		}
 	}
+	e.collectOutput(token, ids, sb, out)
 	if wctx.Err() != nil && ctx.Err() == nil {
 		reports := map[string]selfReport{}
 		for _, id := range ids {
@@ -410,6 +415,7 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 		}
 		return fmt.Errorf("running probe: %w", err)
 	}
+	e.collectOutput(token, []string{spec.ID}, s, out)
 	e.fill(spec, res, interpretAll([]string{spec.ID}, out)[spec.ID], token, s)
 	return nil
 }
@@ -449,6 +455,7 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 	if phase != "" {
 		argv = append(argv, "--marker", marker, "--phase", phase)
 	}
+	argv = append(argv, e.outputArgs(ids)...)
 	return append(argv, ids...)
 }
 

@@ -37,6 +37,8 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			}
 		case strings.HasPrefix(h, "canary:"):
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
+		case h == "output:release":
+			items = append(items, e.outputEvidence(spec, token)...)
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
 				items = append(items, it)

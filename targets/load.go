@@ -145,6 +145,9 @@ func (v *validator) check(t *Target) {
 	if !slices.Contains(probes.Profiles, t.Profile) {
 		v.add("$.profile", "%q is not one of %v", t.Profile, probes.Profiles)
 	}
+	if t.Output != nil {
+		v.checkOutput(t.Output)
+	}
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {
@@ -152,6 +155,9 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkDocker(t.Docker)
+		if t.Output != nil {
+			v.checkOutputClash(t.Output, t.Docker)
+		}
 	case "":
 		v.add("$.runner", "is required")
 	default:

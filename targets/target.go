@@ -26,6 +26,9 @@ type Target struct {
 	Description string `yaml:"description,omitempty"`
 	// Docker configures the docker runner; required when Runner is docker.
 	Docker *Docker `yaml:"docker,omitempty"`
+	// Output declares the task's output folder and its release path (nil:
+	// the target declares none).
+	Output *Output `yaml:"output,omitempty"`
 
 	// Path is the file the target was read from (set by Load).
 	Path string `yaml:"-"`

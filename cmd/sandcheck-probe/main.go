@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/probes/impl"
 	"github.com/sandcheck/sandcheck/runners"
@@ -42,6 +44,7 @@ const usage = `usage:
                       [--dot-addr IP:PORT] [--doh-addr IP:PORT] [--proxy-addr IP:PORT]
                       [--broker-addr IP:PORT] [--broker-token T]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
+                      [--output-dir DIR [--pack-output [--pack-max-files N] [--pack-max-file-bytes N] [--pack-max-total-bytes N]]]
                       ID [ID...]
   sandcheck-probe list
   sandcheck-probe hold [--max 30m]
@@ -110,7 +113,18 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.BrokerToken, "broker-token", "", "the task's broker token")
 	fs.StringVar(&p.DoTAddr, "dot-addr", "", "IP:PORT of the harness's DNS-over-TLS canary")
 	fs.StringVar(&p.DoHAddr, "doh-addr", "", "IP:PORT of the harness's DNS-over-HTTPS canary")
+	fs.StringVar(&p.OutputDir, "output-dir", "", "the target's output folder (output probes plant their artifacts there)")
+	var pack bool
+	var packLim impl.PackLimits
+	fs.BoolVar(&pack, "pack-output", false, "after the probes, write the output folder as a framed base64 tar stream on stderr (the gated release)")
+	fs.IntVar(&packLim.MaxFiles, "pack-max-files", 256, "entries to pack at most")
+	fs.Int64Var(&packLim.MaxFileBytes, "pack-max-file-bytes", 1<<20, "bytes of one file to pack at most")
+	fs.Int64Var(&packLim.MaxTotalBytes, "pack-max-total-bytes", 128<<10, "bytes of content to pack at most")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if pack && (p.OutputDir == "" || !filepath.IsAbs(p.OutputDir) || packLim.MaxFiles <= 0 || packLim.MaxFileBytes <= 0 || packLim.MaxTotalBytes <= 0) {
+		fmt.Fprintln(stderr, "sandcheck-probe: --pack-output needs an absolute --output-dir and positive bounds")
 		return 2
 	}
 	if *goAhead != "" {
@@ -173,6 +187,26 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if pack {
+		return packOutput(stderr, p.OutputDir, packLim)
+	}
+	return 0
+}
+
+// packOutput writes the output folder as a framed base64 tar stream.
+func packOutput(w io.Writer, dir string, lim impl.PackLimits) int {
+	fmt.Fprintf(w, "\n%s\n", output.FrameBegin)
+	// Lines of 76 characters: log drivers split long lines, and the
+	// decoder skips newlines.
+	enc := base64.NewEncoder(base64.StdEncoding, &lineWrap{w: w, width: 76})
+	err := impl.Pack(enc, dir, lim)
+	if cerr := enc.Close(); err == nil {
+		err = cerr
+	}
+	fmt.Fprintf(w, "\n%s\n", output.FrameEnd)
+	if err != nil {
+		fmt.Fprintf(w, "sandcheck-probe: packing %s: %v\n", dir, err)
+	}
 	return 0
 }
 
@@ -223,4 +257,31 @@ func checkAddrs(p probes.Params) error {
 		return fmt.Errorf("--dns-zone must be a lower-case DNS name, not %q", p.DNSZone)
 	}
 	return nil
+}
+
+// lineWrap inserts a newline every width bytes.
+type lineWrap struct {
+	w     io.Writer
+	width int
+	col   int
+}
+
+func (l *lineWrap) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), l.width-l.col)
+		m, err := l.w.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p, l.col = p[k:], l.col+k
+		if l.col == l.width {
+			if _, err := l.w.Write([]byte{'\n'}); err != nil {
+				return n, err
+			}
+			l.col = 0
+		}
+	}
+	return n, nil
 }

@@ -43,6 +43,8 @@ effective(r) := "escaped" if {
 	r.outcome == "inconclusive"
 	some i in host_blocked(r)
 	i.kind in host_stops
+} else := host_decided(r) if {
+	host_decides(r)
 } else := r.outcome
 
 # host_stops are the host observations that show the sandbox itself stopped
