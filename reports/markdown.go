@@ -32,6 +32,7 @@ func (Markdown) Write(w io.Writer, rec *evidence.Record) error {
 	mdCriteria(&b, rec.Verdict)
 	mdWaivers(&b, rec.Verdict)
 	mdResults(&b, rec)
+	mdOutputs(&b, rec)
 	mdTiming(&b, rec)
 	mdErrors(&b, rec.Errors)
 	if _, err := w.Write(b.Bytes()); err != nil {
