@@ -40,8 +40,10 @@ type Spec struct {
 	// Bound states the limit a bounded probe stops at (e.g. "256 processes").
 	Bound string `yaml:"bound,omitempty" json:"bound,omitempty"`
 	// Sandbox says how the harness places the probe: shared (one sandbox for
-	// many probes), own (a fresh sandbox of its own) or sequence (two
-	// sandboxes of the same target, one after the other).
+	// many probes), own (a fresh sandbox of its own), sequence (two
+	// sandboxes of the same target, one after the other) or pair (two tasks
+	// of the same target, one after the other, placed as the target launches
+	// tasks).
 	Sandbox Placement `yaml:"sandbox" json:"sandbox"`
 	// Expect maps a profile name to the outcome the profile demands; the key
 	// "default" applies to profiles not named.
@@ -100,6 +102,11 @@ const (
 	Shared   Placement = "shared"
 	Own      Placement = "own"
 	Sequence Placement = "sequence"
+	// Pair runs a plant task and then a check task the way the target hands
+	// out tasks: both exec'd into one box when it launches tasks by exec (a
+	// pooled box: what the first task leaves, the second meets), each the
+	// first process of a fresh box when every task gets its own.
+	Pair Placement = "pair"
 )
 
 // Expected returns the outcome profile demands of the probe.
@@ -278,9 +285,9 @@ func (s Spec) check() error {
 		return fmt.Errorf("timeout must be positive")
 	}
 	switch s.Sandbox {
-	case Shared, Own, Sequence:
+	case Shared, Own, Sequence, Pair:
 	default:
-		return fmt.Errorf("sandbox %q is not shared, own or sequence", s.Sandbox)
+		return fmt.Errorf("sandbox %q is not shared, own, sequence or pair", s.Sandbox)
 	}
 	if s.Unproven != nil && s.Unproven.Negative == "" && s.Unproven.Positive == "" {
 		return fmt.Errorf("unproven needs a negative or positive reason")

@@ -56,6 +56,9 @@ type Engine struct {
 	started  time.Time
 	mountSrc []targets.Mount
 
+	pairOnce sync.Once
+	pair     pairBatch
+
 	batchOnce sync.Once
 	batch     struct {
 		reports map[string]selfReport
@@ -231,6 +234,8 @@ func (e *Engine) Run(ctx context.Context, spec probes.Spec) evidence.Result {
 		err = e.runOwn(ctx, spec, &res)
 	case probes.Sequence:
 		err = e.runSequence(ctx, spec, &res)
+	case probes.Pair:
+		err = e.runPair(ctx, spec, &res)
 	}
 	if err != nil {
 		res.Outcome, res.Detail = probes.Inconclusive, "harness: "+err.Error()

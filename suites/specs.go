@@ -95,6 +95,6 @@ func byCategory(cat string) []probes.Spec {
 
 // specTimeout bounds a spec: the probe's own timeout, plus sandbox starts.
 func specTimeout(s probes.Spec) time.Duration {
-	starts := map[probes.Placement]int{probes.Shared: 1, probes.Own: 1, probes.Sequence: 2}[s.Sandbox]
+	starts := map[probes.Placement]int{probes.Shared: 1, probes.Own: 1, probes.Sequence: 2, probes.Pair: 2}[s.Sandbox]
 	return s.Timeout.D() + time.Duration(starts)*90*time.Second
 }
