@@ -22,6 +22,7 @@ func init() {
 		"persistence.scratch-not-empty": scratchNotEmpty,
 		"persistence.crontab":           crontabProbe,
 		"persistence.kernel-keyring":    kernelKeyring,
+		"persistence.scratch-unlimited": scratchUnlimited,
 	})
 }
 
@@ -275,4 +276,57 @@ func kernelKeyring(_ context.Context, p probes.Params) probes.Result {
 		return escaped("a key added to the user keyring by another sandbox was found here (removed now)", e)
 	}
 	return inconclusive(fmt.Sprintf("phase %q: want plant or check", p.Phase), e)
+}
+
+// Limits above which scratch counts as unlimited: more room or more files
+// than any task's scratch needs, i.e. the host's disk or half its RAM.
+const (
+	scratchMaxBytes  = 1 << 30
+	scratchMaxInodes = 1 << 20
+)
+
+// scratchUnlimited reads the size and inode count of every writable scratch
+// place (statfs, nothing written) and reports the ones above the limits. A
+// user-space kernel's tmpfs without an inode table (gVisor's) has no inode
+// count to read; its files are the sandbox's memory. /dev/shm is memory by
+// design, sized by resources.shm-fill, and not counted here.
+func scratchUnlimited(_ context.Context, _ probes.Params) probes.Result {
+	e := ev{}
+	var unlimited []string
+	tested := 0
+	for _, dir := range scratchPlaces() {
+		if dir == "/dev/shm" {
+			continue
+		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(dir, &fs); err != nil {
+			n, _ := errnoOf(err)
+			e.set(pathKey(dir), "statfs: "+errnoLabel(n))
+			continue
+		}
+		if fs.Flags&unix.ST_RDONLY != 0 || unix.Access(dir, unix.W_OK) != nil {
+			e.set(pathKey(dir), "not writable")
+			continue
+		}
+		tested++
+		size := uint64(fs.Blocks) * uint64(fs.Bsize)
+		var why []string
+		if size > scratchMaxBytes {
+			why = append(why, fmt.Sprintf("%d MiB", size>>20))
+		}
+		if fs.Files > scratchMaxInodes {
+			why = append(why, fmt.Sprintf("%d inodes", fs.Files))
+		}
+		e.setf(pathKey(dir), "%d MiB, %d inodes (fs type %#x)", size>>20, fs.Files, fs.Type)
+		if len(why) > 0 {
+			unlimited = append(unlimited, dir+" ("+strings.Join(why, ", ")+")")
+		}
+	}
+	switch {
+	case len(unlimited) > 0:
+		return escaped("scratch without a useful limit: "+strings.Join(unlimited, "; "), e)
+	case tested == 0:
+		return blocked("no writable scratch place", e)
+	}
+	return blocked(fmt.Sprintf("every writable scratch place is limited to %d MiB and %d inodes or less", scratchMaxBytes>>20, scratchMaxInodes), e)
 }

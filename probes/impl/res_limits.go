@@ -24,6 +24,7 @@ import (
 func init() {
 	register(map[string]Func{
 		"resources.fd-exhaustion": fdExhaustion,
+		"resources.thread-bomb":   threadBomb,
 	})
 	registerChild(map[string]func([]string) int{
 		"threads": childThreads,
@@ -213,6 +214,14 @@ var threadErrno = regexp.MustCompile(`failed to create new OS thread \(have ([0-
 func threadBomb(ctx context.Context, _ probes.Params) probes.Result {
 	e := ev{}
 	e.setInt("bound", threadBound)
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &lim) == nil {
+		e.set("rlimit_nproc", rlimitLabel(lim))
+	}
+	// A limit that counts tasks per user (RLIMIT_NPROC) counts this
+	// process's threads too: while the child holds them all, this process
+	// must not need a new one, or the Go runtime dies for want of it.
+	warmThreads(8)
 	run, err := runChild(ctx, "threads", strconv.Itoa(threadBound))
 	if err != nil {
 		e.setErr("", err)
@@ -245,6 +254,23 @@ func threadBomb(ctx context.Context, _ probes.Params) probes.Result {
 	}
 	e.set("stderr_tail", tail(run.stderr, 200))
 	return inconclusive("the thread child ended in an unexpected way", e)
+}
+
+// warmThreads makes the Go runtime start up to n threads now (goroutines
+// blocked in system calls at once each take one) and keep them idle for
+// later, so that the process needs no new thread for a while.
+func warmThreads(n int) {
+	done := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			ts := unix.NsecToTimespec(int64(30 * time.Millisecond))
+			_ = unix.Nanosleep(&ts, nil)
+			done <- struct{}{}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
 }
 
 // exitLabel renders a wait status for the evidence.
