@@ -39,6 +39,7 @@ type Engine struct {
 	runDir string // the run's own host folder (probe copy, host share)
 	probes string // host folder holding only the probe binary
 	honey  *honey
+	creds  *creds // the planted credential home and other honeytokens (creds.go)
 	grader *policies.Grader
 	trace  *runTrace   // the eBPF tracer's part of the run (suites/trace.go)
 	out    *outputPath // the target's output release path (suites/output.go)
@@ -119,6 +120,9 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	if err := deliverSuidCanary(cfg.ProbeBinary, e.probes); err != nil {
+		return nil, err
+	}
+	if e.creds, err = plantCreds(e.runDir); err != nil {
 		return nil, err
 	}
 	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {

@@ -39,6 +39,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "output:release":
 			items = append(items, e.outputEvidence(spec, token)...)
+		case h == "honeytoken":
+			if it, ok := e.creds.check(spec.ID, token, self.Fields["proofs"]); ok {
+				items = append(items, it)
+			}
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
 				items = append(items, it)
