@@ -1,6 +1,7 @@
 package suites
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -8,11 +9,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // The folders the harness plants in every run's own folder. A target mounts
@@ -37,6 +41,12 @@ type honeySecret struct {
 // the host, so a probe that proves it read one (see impl.proof) proves the
 // box could read the file it was in.
 type creds struct {
+	// holderToken is the secret the environment holder keeps in its
+	// environment (see startHelpers).
+	holderToken string
+	// agent is the SSH-agent canary (creds_agent.go).
+	agent *agentCanary
+
 	mu      sync.Mutex
 	secrets []honeySecret
 }
@@ -45,7 +55,8 @@ type creds struct {
 // the run folder. The files are honey: their secrets are random, shaped like
 // the real thing, and valid nowhere.
 func plantCreds(runDir string) (*creds, error) {
-	c := &creds{}
+	c := &creds{holderToken: "sca_" + randAlnum(40)}
+	c.secrets = append(c.secrets, honeySecret{probe: "secrets.proc-environ", what: "the environment holder's " + holderEnvName, value: c.holderToken})
 	home := filepath.Join(runDir, CredHomeDir)
 	awsKey := "AKIA" + randUpper(16)
 	awsSecret := randAlnum(40)
@@ -215,4 +226,41 @@ func wrap(s string, n int) string {
 		b.WriteString(s + "\n")
 	}
 	return b.String()
+}
+
+// The environment holder: a process the harness starts as root inside a
+// probe's sandbox with a honeytoken in its environment, the way a platform
+// agent or a supervisor holds its key beside the task. Specs that need it
+// name host evidence "environ-holder".
+const (
+	environHolderHost = "environ-holder"
+	holderEnvName     = "SANDCHECK_PLATFORM_AGENT_TOKEN"
+	holderUser        = "0"
+	holderLife        = 2 * time.Minute
+)
+
+// spawner is implemented by sandboxes that can start a helper process beside
+// a probe without waiting for it (runners/docker).
+type spawner interface {
+	Spawn(ctx context.Context, argv []string, user string, env []string) error
+}
+
+// startHelpers starts what the given probes need running beside them in
+// sandbox s before they run.
+func (e *Engine) startHelpers(ctx context.Context, s *sandbox, specs []probes.Spec) error {
+	if !slices.ContainsFunc(specs, func(sp probes.Spec) bool { return slices.Contains(sp.Host, environHolderHost) }) {
+		return nil
+	}
+	if e.target.Docker != nil && e.target.Docker.Agent == "none" {
+		return nil // the platform keeps no process in the box: nothing to hold a key
+	}
+	sp, ok := s.sb.(spawner)
+	if !ok {
+		return fmt.Errorf("runner %s cannot start the environment holder beside a probe", e.runner.Name())
+	}
+	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holderLife.String()}
+	if err := sp.Spawn(ctx, argv, holderUser, []string{holderEnvName + "=" + e.creds.holderToken}); err != nil {
+		return fmt.Errorf("starting the environment holder: %w", err)
+	}
+	return nil
 }

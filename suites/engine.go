@@ -125,6 +125,9 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if e.creds, err = plantCreds(e.runDir); err != nil {
 		return nil, err
 	}
+	if e.creds.agent, err = serveAgent(e.runDir, func(h canary.Hit) { e.emit("canary-hit", h) }); err != nil {
+		return nil, err
+	}
 	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {
 		return nil, err
 	}
@@ -318,6 +321,10 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		if err != nil {
 			return err
 		}
+		if err := e.startHelpers(ctx, sb, []probes.Spec{spec}); err != nil {
+			e.closeSandbox(sb)
+			return err
+		}
 		err = e.execOne(ctx, sb, spec, res, marker, phase)
 		e.closeSandbox(sb)
 		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
@@ -374,6 +381,9 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		return nil, "", nil, err
 	}
 	defer e.closeSandbox(sb)
+	if err := e.startHelpers(ctx, sb, specs); err != nil {
+		return nil, "", nil, err
+	}
 	// start watched the sandbox; only now may the task begin.
 	if err := e.goAhead(token); err != nil {
 		return nil, "", nil, err
@@ -616,6 +626,9 @@ func (e *Engine) Close(ctx context.Context) {
 	}
 	e.proc.stop(e.log)
 	e.block.remove(e.log)
+	if e.creds != nil {
+		e.creds.agent.close()
+	}
 	e.trace.close()
 	if e.runDir != "" {
 		if err := os.RemoveAll(e.runDir); err != nil {

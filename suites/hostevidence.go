@@ -43,6 +43,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			if it, ok := e.creds.check(spec.ID, token, self.Fields["proofs"]); ok {
 				items = append(items, it)
 			}
+		case h == "agent-socket":
+			if e.creds != nil && e.creds.agent != nil {
+				items = append(items, e.creds.agent.evidence(spec, token))
+			}
 		case h == "honeyfile":
 			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
 				items = append(items, it)

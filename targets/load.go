@@ -175,6 +175,9 @@ func (v *validator) checkDocker(d *Docker) {
 	if d.Launch != "" {
 		oneOf("$.docker.launch", d.Launch, "exec", "task")
 	}
+	if d.Agent != "" {
+		oneOf("$.docker.agent", d.Agent, "root", "none")
+	}
 	if d.Seccomp != "" && d.Seccomp != "default" && d.Seccomp != "unconfined" && !strings.HasSuffix(d.Seccomp, ".json") {
 		v.add("$.docker.seccomp", "must be default, unconfined or a path to a .json profile (got %q)", d.Seccomp)
 	}

@@ -45,6 +45,12 @@ type Docker struct {
 	// platforms do; the default) or "task" (each task is the first process of
 	// a fresh sandbox, as ephemeral platforms do).
 	Launch string `yaml:"launch,omitempty"`
+	// Agent says whether the platform keeps an agent process in each
+	// sandbox beside the task, holding its key in its environment: "root"
+	// (the default: the harness starts such a holder as root beside the
+	// probes that look for it) or "none" (the platform keeps no process in
+	// the box).
+	Agent string `yaml:"agent,omitempty"`
 	// User is "uid[:gid]" or a name; empty means the image's default.
 	User string `yaml:"user,omitempty"`
 	// CapAdd and CapDrop are capability names without the CAP_ prefix; ALL
