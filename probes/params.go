@@ -67,6 +67,10 @@ type Params struct {
 	// BrokerToken is the task's scoped broker credential, as the platform
 	// hands it to the task.
 	BrokerToken string
+	// ScopedKeySHA256 is the hex SHA-256 of the platform's scoped key (a
+	// per-run honeytoken the target places in the box), so a probe can
+	// recognise the key without being handed it.
+	ScopedKeySHA256 string
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
 	Marker string

@@ -44,6 +44,9 @@ type creds struct {
 	// holderToken is the secret the environment holder keeps in its
 	// environment (see startHelpers).
 	holderToken string
+	// scopedKey is the platform's scoped key for this run: a target places
+	// it with ${SANDCHECK_SCOPED_KEY} in its environment values.
+	scopedKey string
 	// agent is the SSH-agent canary (creds_agent.go).
 	agent *agentCanary
 
@@ -55,7 +58,8 @@ type creds struct {
 // the run folder. The files are honey: their secrets are random, shaped like
 // the real thing, and valid nowhere.
 func plantCreds(runDir string) (*creds, error) {
-	c := &creds{holderToken: "sca_" + randAlnum(40)}
+	c := &creds{holderToken: "sca_" + randAlnum(40), scopedKey: "sck_" + randAlnum(40)}
+	c.secrets = append(c.secrets, honeySecret{probe: "secrets.scoped-key", what: "the platform's scoped key", value: c.scopedKey})
 	c.secrets = append(c.secrets, honeySecret{probe: "secrets.proc-environ", what: "the environment holder's " + holderEnvName, value: c.holderToken})
 	home := filepath.Join(runDir, CredHomeDir)
 	awsKey := "AKIA" + randUpper(16)
@@ -77,6 +81,7 @@ func plantCreds(runDir string) (*creds, error) {
 	}{
 		{".aws/credentials", "[default]\naws_access_key_id = " + awsKey + "\naws_secret_access_key = " + awsSecret + "\n",
 			"secrets.cloud-cli-credentials", map[string]string{"~/.aws/credentials aws_secret_access_key": awsSecret}},
+		{".env", "PLATFORM_API_KEY=" + c.scopedKey + "\n", "", nil},
 		{".aws/config", "[default]\nregion = us-east-1\noutput = json\n", "", nil},
 		{".config/gcloud/application_default_credentials.json",
 			fmt.Sprintf(`{"client_id": "764086051850-sandcheck.apps.googleusercontent.com", "client_secret": %q, "refresh_token": %q, "type": "authorized_user"}`+"\n", gcpClient, gcpRefresh),
@@ -263,4 +268,27 @@ func (e *Engine) startHelpers(ctx context.Context, s *sandbox, specs []probes.Sp
 		return fmt.Errorf("starting the environment holder: %w", err)
 	}
 	return nil
+}
+
+// ScopedKeyVar is what a target writes in an environment value to place the
+// run's scoped key there (docker.env: {PLATFORM_API_KEY: "${SANDCHECK_SCOPED_KEY}"}).
+const ScopedKeyVar = "${SANDCHECK_SCOPED_KEY}"
+
+// expandEnv returns a copy of env with the scoped key in place of
+// ScopedKeyVar.
+func (c *creds) expandEnv(env map[string]string) map[string]string {
+	if env == nil {
+		return nil
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		out[k] = strings.ReplaceAll(v, ScopedKeyVar, c.scopedKey)
+	}
+	return out
+}
+
+// scopedKeySHA256 is what the probe is told: the key's hash, not the key.
+func (c *creds) scopedKeySHA256() string {
+	sum := sha256.Sum256([]byte(c.scopedKey))
+	return hex.EncodeToString(sum[:])
 }

@@ -156,6 +156,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := e.setupOutput(&dcfg); err != nil {
 		return nil, err
 	}
+	dcfg.Env = e.creds.expandEnv(tg.Docker.Env)
 	if dcfg.Seccomp != "" && dcfg.Seccomp != "default" && dcfg.Seccomp != "unconfined" && !filepath.IsAbs(dcfg.Seccomp) {
 		if dcfg.Seccomp, err = filepath.Abs(filepath.Join(filepath.Dir(tg.Path), dcfg.Seccomp)); err != nil {
 			return nil, fmt.Errorf("seccomp profile of %s: %w", tg.Path, err)
@@ -457,7 +458,8 @@ func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, t
 // probeArgv is the probe binary's command line for one invocation.
 func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []string {
 	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run",
-		"--token", token, "--run-id", e.rec.RunID, "--probe-dir", runners.ProbeMount}
+		"--token", token, "--run-id", e.rec.RunID, "--probe-dir", runners.ProbeMount,
+		"--scoped-key-sha256", e.creds.scopedKeySHA256()}
 	if e.net != nil {
 		argv = append(argv, "--metadata-addr", e.net.MetadataAddr(),
 			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),

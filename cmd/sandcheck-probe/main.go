@@ -104,6 +104,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.MirrorAddr, "mirror-addr", "", "IP:PORT of the harness's package mirror")
 	fs.StringVar(&p.DNSAltAddr, "dns-alt-addr", "", "IP:PORT of the harness's DNS canary on an alternate port")
 	fs.StringVar(&p.ECSAddr, "ecs-addr", "", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)")
+	fs.StringVar(&p.ScopedKeySHA256, "scoped-key-sha256", "", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key")
 	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
 	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
