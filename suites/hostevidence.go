@@ -25,6 +25,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			if s.view != nil {
 				items = append(items, e.identityFact(strings.TrimPrefix(h, "runtime:"), s.view))
 			}
+		case fingerprintHosts[h]:
+			if it, ok := e.fingerprintEvidence(h, s, self); ok {
+				items = append(items, it)
+			}
 		case strings.HasPrefix(h, "runtime:"):
 			if it, ok := e.targetFact(strings.TrimPrefix(h, "runtime:"), spec); ok {
 				items = append(items, it)

@@ -46,6 +46,39 @@ test_high_risk_code_refuses_shared_kernel if {
 	status(on_runtime("kata", as_profile("high-risk-code", fixtures.record_base)), "hardened-runtime") == "pass"
 }
 
+kernel_seen(shared) := {"results": [{
+	"probe": "fingerprint.runtime", "category": "fingerprint", "criterion": "hardened-runtime",
+	"severity": "info", "outcome": "not-applicable", "expected": "not-applicable", "detail": "d",
+	"evidence": [{"source": "runtime", "kind": "host-kernel", "summary": "s", "data": {"inside_release": "6.1.0", "host_release": "6.1.0", "shared": shared}}],
+}]}
+
+fp_catalog := object.union(data.sandcheck.results_test.catalog, {"probes": {"fingerprint.runtime": {
+	"category": "fingerprint", "criterion": "hardened-runtime",
+	"severity": "info", "expect": {"default": "not-applicable"},
+}}})
+
+fp_status(rec, id) := g.status if {
+	v := release.verdict with input as rec with data.catalog as fp_catalog
+	some g in v.criteria
+	g.id == id
+}
+
+test_high_risk_code_uses_the_corroborated_class if {
+	# Declared runsc, but the harness saw the host's kernel inside: fails, as a forged claim.
+	claimed := object.union(on_runtime("runsc", as_profile("high-risk-code", fixtures.record_base)), kernel_seen("true"))
+	fp_status(claimed, "hardened-runtime") == "fail"
+	count(criteria.deny_runtime_claim) == 1 with input as claimed with data.catalog as fp_catalog
+	count(criteria.deny_runtime_class_corroborated) == 1 with input as claimed with data.catalog as fp_catalog
+
+	# Declared runsc and a kernel of its own: passes.
+	own := object.union(on_runtime("runsc", as_profile("high-risk-code", fixtures.record_base)), kernel_seen("false"))
+	fp_status(own, "hardened-runtime") == "pass"
+
+	# A shared kernel is fine where the profile accepts it, and runc claims nothing more.
+	shared := object.union(on_runtime("runc", as_profile("no-network-transform", fixtures.record_base)), kernel_seen("true"))
+	fp_status(shared, "hardened-runtime") == "pass"
+}
+
 test_other_profiles_accept_shared_kernel if {
 	every name in guide - {"high-risk-code"} {
 		status(on_runtime("runc", as_profile(name, fixtures.record_base)), "hardened-runtime") == "pass"

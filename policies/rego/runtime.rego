@@ -42,6 +42,32 @@ pass_runtime_class contains finding("hardened-runtime", "", msg) if {
 	msg := sprintf("runtime %s is %s isolation, which profile %s accepts", [rt, class, profile_name])
 }
 
+# The class corroborated from outside: the harness compares the kernel a
+# fingerprint probe saw with the host's own (evidence kind host-kernel). A
+# box on the host's kernel is shared-kernel whatever runtime it was declared
+# with; claiming the host's kernel cannot make a grade softer.
+kernels_shared contains i.data.inside_release if {
+	some r in results
+	some i in evidence(r)
+	i.source == "runtime"
+	i.kind == "host-kernel"
+	object.get(i, ["data", "shared"], "") == "true"
+}
+
+deny_runtime_class_corroborated contains finding("hardened-runtime", "", msg) if {
+	some k in kernels_shared
+	not "shared-kernel" in profile.runtime_classes
+	msg := sprintf("the kernel inside the box (%s) is the host's, compared from outside: shared-kernel isolation; profile %s accepts only %s", [k, profile_name, concat(", ", profile.runtime_classes)])
+}
+
+deny_runtime_claim contains integrity_finding("hardened-runtime", "", msg) if {
+	some k in kernels_shared
+	some rt in runtimes
+	class := class_of(rt)
+	class != "shared-kernel"
+	msg := sprintf("runtime %s is declared %s isolation, but the kernel inside the box (%s) is the host's, compared from outside", [rt, class, k])
+}
+
 root_users := {"", "0", "root", "0:0", "root:root"}
 
 # weak_settings lists what makes one sandbox's runtime soft.
