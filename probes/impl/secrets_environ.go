@@ -18,11 +18,12 @@ import (
 
 // Bounds of the /proc/*/environ scan.
 const (
-	environMaxPIDs  = 1024
-	environReadMax  = 64 << 10
-	environPoll     = 100 * time.Millisecond
-	environWaitMax  = 3 * time.Second // for a process to test against to appear
-	environMaxFound = 16
+	environMaxPIDs   = 1024  // processes of the box itself read
+	environMaxListed = 32768 // /proc entries looked at
+	environReadMax   = 64 << 10
+	environPoll      = 100 * time.Millisecond
+	environWaitMax   = 3 * time.Second // for a process to test against to appear
+	environMaxFound  = 16
 )
 
 func init() {
@@ -54,6 +55,9 @@ func procEnviron(ctx context.Context, p probes.Params) probes.Result {
 	e.setInt("processes", s.procs)
 	e.setInt("environ_readable", s.readable)
 	e.setInt("environ_denied", s.denied)
+	if s.otherNS > 0 {
+		e.setInt("other_namespace_skipped", s.otherNS)
+	}
 	if len(s.deniedErr) > 0 {
 		e.setList("denied", s.deniedErr)
 	}
@@ -84,6 +88,7 @@ type environFinding struct{ where, value string }
 
 type environScan struct {
 	procs, readable, denied int
+	otherNS                 int // processes outside the box's mount namespace, skipped
 	deniedErr               []string
 	found                   []environFinding
 }
@@ -95,7 +100,7 @@ func scanEnvirons(ctx context.Context, self int) environScan {
 	if err != nil {
 		return s
 	}
-	names, _ := d.Readdirnames(environMaxPIDs * 2)
+	names, _ := d.Readdirnames(environMaxListed)
 	d.Close()
 	var pids []int
 	for _, n := range names {
@@ -104,13 +109,20 @@ func scanEnvirons(ctx context.Context, self int) environScan {
 		}
 	}
 	sort.Ints(pids)
-	if len(pids) > environMaxPIDs {
-		pids = pids[:environMaxPIDs]
-	}
+	ownNS, _ := os.Readlink("/proc/self/ns/mnt")
+	read := 0
 	for _, pid := range pids {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || read >= environMaxPIDs {
 			break
 		}
+		// A process of another box or of the host (a shared PID namespace)
+		// is not this probe's to read: host.pid-namespace reports the
+		// sharing. Where the link is refused, so is the environment.
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && ownNS != "" && ns != ownNS {
+			s.otherNS++
+			continue
+		}
+		read++
 		b, err := readProcFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if err != nil {
 			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {

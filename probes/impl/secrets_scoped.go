@@ -41,7 +41,14 @@ func scopedKey(ctx context.Context, p probes.Params) probes.Result {
 		name, val, _ := strings.Cut(kv, "=")
 		sk.look("env:"+clip(name, 64), val)
 	}
-	for _, f := range []string{"/proc/self/environ", "/proc/self/cmdline", "/proc/1/environ", "/proc/1/cmdline"} {
+	procs := []string{"/proc/self/environ", "/proc/self/cmdline"}
+	// Process 1 of the box, unless the PID namespace is the host's.
+	if own, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		if one, err := os.Readlink("/proc/1/ns/mnt"); err == nil && one == own {
+			procs = append(procs, "/proc/1/environ", "/proc/1/cmdline")
+		}
+	}
+	for _, f := range procs {
 		if b, err := readProcFile(f); err == nil {
 			sk.look(f, string(b))
 		}
