@@ -127,9 +127,10 @@ func TestHostSurfacePerRuntime(t *testing.T) {
 				t.Errorf("runc: acct %+v, want calls refused by the seccomp profile", c)
 			}
 		}
-		// Capped events (the sentry's many opens and connects past the
-		// report's event cap) do not touch the counts the surface is made of.
-		if l := rep.Lost; l.Events+l.Tasks+l.Counts > 0 {
+		// The surface is made of the counts, and attribution of the tasks:
+		// events (the sentry's many opens and connects, past the report's
+		// cap or a ring buffer a busy host did not drain) do not touch it.
+		if l := rep.Lost; l.Tasks+l.Counts > 0 {
 			t.Errorf("%s: lost %+v", rt, rep.Lost)
 		}
 		t.Logf("%s: host kernel surface %d distinct syscalls: %s", rt, len(sys), strings.Join(rep.Surface(), " "))
