@@ -647,6 +647,12 @@ func (e *Engine) Finish(ctx context.Context) *evidence.Record {
 	e.rec.FinishedAt = time.Now().UTC()
 	e.rec.Timing.TotalSeconds = time.Since(e.started).Seconds()
 	e.rec.Errors = append([]string(nil), e.harness...)
+	// A run that stopped early (interrupted, or Ginkgo's suite timeout) has
+	// fewer results than probes selected: that is the harness not doing its
+	// job, never a verdict on the probes that happened to run.
+	if ran, want := len(e.rec.Results), len(e.cfg.Selected); want > 0 && ran < want {
+		e.rec.Errors = append(e.rec.Errors, fmt.Sprintf("the run ended before every selected probe ran (%d of %d results): interrupted or timed out", ran, want))
+	}
 	return e.rec
 }
 
