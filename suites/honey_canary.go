@@ -1,6 +1,7 @@
 package suites
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,7 +58,20 @@ func startCanaryProc(probeBinary string) (*canaryProc, error) {
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the canary process: %w", err)
 	}
-	return c, nil
+	// Until exec completes, /proc shows the harness's own command line:
+	// wait (bounded) until the canary shows its token, so that no sandbox
+	// can look before it is there.
+	want := []byte(probes.CanaryProcPrefix + c.token + "\x00")
+	cmdline := filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "cmdline")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(cmdline); err == nil && bytes.HasPrefix(b, want) {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			c.stop(slog.New(slog.DiscardHandler))
+			return nil, fmt.Errorf("the canary process %d did not show its token in %s within 5s", c.cmd.Process.Pid, cmdline)
+		}
+	}
 }
 
 // check says whether the tokens a probe reported (comma-separated: other
