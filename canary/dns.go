@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,10 @@ type DNSOptions struct {
 	// Mirror is the address "mirror.<zone>" resolves to (no answer when
 	// unset).
 	Mirror netip.Addr
+	// KubeAPI is the address the Kubernetes API names (KubeAPIHostnames)
+	// resolve to, as a pod's cluster DNS answers them; a canary without it
+	// (or a filtering resolver) refuses them like any other name.
+	KubeAPI netip.Addr
 	// Allow, when set, makes the server a filtering resolver instead of a
 	// canary: it answers only these names (relative to the zone, e.g.
 	// "mirror") and refuses every other, in the zone or not, as a platform
@@ -78,6 +83,7 @@ type DNS struct {
 	outside  netip.Addr
 	metadata netip.Addr
 	mirror   netip.Addr
+	kubeAPI  netip.Addr
 	allow    map[string]bool // nil: a canary, not a filter
 	now      func() time.Time
 	inflight chan struct{}
@@ -113,6 +119,7 @@ func NewDNS(opts DNSOptions) *DNS {
 	return &DNS{
 		allow:    allow,
 		mirror:   opts.Mirror,
+		kubeAPI:  opts.KubeAPI,
 		rec:      opts.Recorder,
 		log:      opts.Logger,
 		zone:     dns.Fqdn(strings.ToLower(opts.Zone)),
@@ -211,6 +218,17 @@ func (d *DNS) answer(resp *dns.Msg, qtype uint16, name string) {
 			Hdr: dns.RR_Header{Name: resp.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
 			A:   d.metadata.AsSlice(),
 		}}
+		return
+	}
+	if d.allow == nil && d.kubeAPI.Is4() && slices.Contains(KubeAPIHostnames, name) {
+		// A cluster DNS's answer for the API server's service names.
+		resp.Authoritative = false
+		if qtype == dns.TypeA || qtype == dns.TypeANY {
+			resp.Answer = []dns.RR{&dns.A{
+				Hdr: dns.RR_Header{Name: resp.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 0},
+				A:   d.kubeAPI.AsSlice(),
+			}}
+		}
 		return
 	}
 	if !dns.IsSubDomain(d.zone, name) {

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,12 @@ const (
 // a certificate for ips, valid for a day: the harness's encrypted canaries
 // need one, and no client is meant to trust it (hostile code does not check).
 func SelfSignedTLS(ips []netip.Addr) (*tls.Config, error) {
+	return SelfSignedTLSNames(ips, nil)
+}
+
+// SelfSignedTLSNames is SelfSignedTLS with DNS names in the certificate too
+// (the Kubernetes API canary's service names).
+func SelfSignedTLSNames(ips []netip.Addr, names []string) (*tls.Config, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the canary's TLS key: %w", err)
@@ -53,6 +60,9 @@ func SelfSignedTLS(ips []netip.Addr) (*tls.Config, error) {
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, n := range names {
+		tmpl.DNSNames = append(tmpl.DNSNames, strings.TrimSuffix(n, "."))
 	}
 	for _, ip := range ips {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, ip.AsSlice())

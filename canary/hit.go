@@ -52,6 +52,10 @@ type Hit struct {
 	// Status is the HTTP status the canary answered with; 200 on a
 	// credentials path means honeytokens left the host.
 	Status int `json:"status"`
+	// Credential names what the request authenticated with, where a canary
+	// checks credentials (the Kubernetes API canary: CredentialPlanted, or
+	// CredentialOtherPrefix and a fingerprint); never a secret itself.
+	Credential string `json:"credential,omitempty"`
 }
 
 // DefaultMaxHits is the number of hits a Recorder keeps when given no cap.

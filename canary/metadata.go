@@ -128,6 +128,11 @@ func (m *Metadata) serve(w http.ResponseWriter, r *http.Request, service string,
 	if rep.status >= 400 {
 		m.log.Debug("canary refused request", "service", service, "method", clip(r.Method), "status", rep.status, "remote", r.RemoteAddr)
 	}
+	writeReply(w, r, rep)
+}
+
+// writeReply writes a decided answer.
+func writeReply(w http.ResponseWriter, r *http.Request, rep reply) {
 	h := w.Header()
 	for k, v := range rep.header {
 		h.Set(k, v)

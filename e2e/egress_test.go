@@ -21,8 +21,10 @@ var harnessOutside = []netip.Addr{netip.MustParseAddr("198.51.100.10"), netip.Mu
 var metadataIP = netip.MustParseAddr("169.254.169.254")
 
 // harnessCloudMetadata are the ECS task-role and Alibaba Cloud metadata
-// addresses the harness holds on its bridge with their own canaries.
-var harnessCloudMetadata = []netip.Addr{netip.MustParseAddr("169.254.170.2"), netip.MustParseAddr("100.100.100.200")}
+// addresses and the Kubernetes API address the harness holds on its bridge
+// with their own canaries.
+var harnessCloudMetadata = []netip.Addr{netip.MustParseAddr("169.254.170.2"), netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddrPort(harnessKubeAPI).Addr()}
 
 // TestWeakEgressReachesOnlyHarnessAddresses runs the egress and metadata
 // probes on the weak reference, where they escape, and checks that every

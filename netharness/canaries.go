@@ -30,7 +30,14 @@ var (
 	// mirrorIP holds an HTTP sink standing for the platform's package
 	// mirror, the one destination a mirror-only sandbox may reach.
 	mirrorIP = netip.MustParseAddr("198.51.100.80")
+	// kubeAPIIP holds the Kubernetes API canary (KubeAPIPort), the address
+	// the cluster DNS names of the API server resolve to.
+	kubeAPIIP = netip.MustParseAddr("198.51.100.43")
 )
+
+// KubeAPIPort is the Kubernetes API canary's HTTPS port, the port of the
+// kubernetes service (KUBERNETES_SERVICE_PORT).
+const KubeAPIPort = 443
 
 // MirrorPort is the package mirror's HTTP port.
 const MirrorPort = 80
@@ -68,6 +75,8 @@ const (
 	// RoleHostService is a listener on the gateway other than the resolver:
 	// a service of the host itself.
 	RoleHostService = "host-service"
+	// RoleKubeAPI is the Kubernetes API canary.
+	RoleKubeAPI = "kube-api"
 )
 
 // metadataRedirect is where the outside sink's /redirect sends a client.
@@ -75,7 +84,7 @@ const metadataRedirect = "http://169.254.169.254/latest/meta-data/iam/security-c
 
 // hostAddrs are the addresses the harness puts on its bridge.
 func hostAddrs() []netip.Addr {
-	return []netip.Addr{metadataIP, outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP}
+	return []netip.Addr{metadataIP, outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP, kubeAPIIP}
 }
 
 // closer is anything the harness started and must stop.
@@ -84,7 +93,7 @@ type closer interface{ Close(context.Context) error }
 // checkOutsideFree refuses a host where the outside addresses already mean
 // something: holding them would then divert real traffic.
 func checkOutsideFree(used []netip.Prefix) error {
-	for _, ip := range []netip.Addr{outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP} {
+	for _, ip := range []netip.Addr{outsideIP, otherResolverIP, mirrorIP, ecsIP, alibabaIP, kubeAPIIP} {
 		for _, u := range used {
 			if u.Contains(ip) {
 				return fmt.Errorf("choosing outside addresses: %s is already in %s on this host", ip, u)
@@ -102,7 +111,7 @@ func checkOutsideFree(used []netip.Prefix) error {
 // listener is appended to n.canaries as it starts, so Close stops what
 // started even when a later one fails.
 func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP, Mirror: mirrorIP})
+	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP, Mirror: mirrorIP, KubeAPI: kubeAPIIP})
 	gw := n.plan.Gateway.String()
 	// The sandbox's resolver is the canary, except under a restricted
 	// egress profile: there it is a filtering resolver that answers the
@@ -158,6 +167,9 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 			return fmt.Errorf("starting metadata canary: %w", err)
 		}
 		n.canaries = append(n.canaries, s)
+	}
+	if err := n.startKubeAPI(ctx, rec, log); err != nil {
+		return err
 	}
 	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect})
 	for _, p := range SinkTCPPorts {
@@ -379,8 +391,36 @@ func (n *Network) Role(local string) string {
 		return RoleResolver
 	case metadataIP, ecsIP, alibabaIP:
 		return "metadata"
+	case kubeAPIIP:
+		return RoleKubeAPI
 	case mirrorIP:
 		return RolePackageMirror
 	}
 	return ""
+}
+
+// startKubeAPI starts the Kubernetes API canary on KubeAPIAddr over TLS,
+// with a certificate made for this run (its address and the API server's
+// service names), accepting the run's planted service-account tokens.
+func (n *Network) startKubeAPI(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
+	n.kube = canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
+	for _, t := range n.kubeTokens {
+		n.kube.AcceptToken(t)
+	}
+	cfg, err := canary.SelfSignedTLSNames([]netip.Addr{kubeAPIIP}, canary.KubeAPIHostnames)
+	if err != nil {
+		return err
+	}
+	s, err := canary.ServeTLS(ctx, n.KubeAPIAddr(), n.kube, cfg, log)
+	if err != nil {
+		return fmt.Errorf("starting kubernetes api canary: %w", err)
+	}
+	n.canaries = append(n.canaries, s)
+	return nil
+}
+
+// KubeAPIAddr is host:port of the Kubernetes API canary (HTTPS), where
+// kubernetes.default.svc resolves through the DNS canary.
+func (n *Network) KubeAPIAddr() string {
+	return net.JoinHostPort(kubeAPIIP.String(), strconv.Itoa(KubeAPIPort))
 }

@@ -70,6 +70,10 @@ type Options struct {
 	// Egress is the egress profile the network enforces in its INPUT rules
 	// (see inputRules): "" or open, mirror-only or none.
 	Egress string
+	// KubeTokens are the service-account tokens the run planted, which the
+	// Kubernetes API canary accepts as bearer tokens (at most
+	// canary.MaxKubeTokens).
+	KubeTokens []string
 }
 
 // Network is one run's harness network. Its methods are safe for concurrent
@@ -95,6 +99,8 @@ type Network struct {
 	neighbour     *neighbour
 	neighbourLink string // its veth end, remembered for Leftovers
 	brokerToken   string // the tool broker's per-run token
+	kube          *canary.KubeAPI
+	kubeTokens    []string
 
 	closeMu sync.Mutex
 	closed  bool
@@ -207,6 +213,7 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.egress = opts.Egress
+	n.kubeTokens = opts.KubeTokens
 	n.rules, err = insertRules(n.ipt, append(forwardRules(n.bridge, opts.Egress), in...))
 	if err != nil {
 		return err

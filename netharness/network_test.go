@@ -172,6 +172,12 @@ func checkLayout(t *testing.T, docker *client.Client, n *Network) {
 	if n.Role(n.ECSAddr()) != "metadata" || n.Role(n.AlibabaAddr()) != "metadata" || !slices.Contains(n.Owned(), ecsIP) || !slices.Contains(n.Owned(), alibabaIP) {
 		t.Errorf("ECS and Alibaba addresses: roles %q %q, owned %v", n.Role(n.ECSAddr()), n.Role(n.AlibabaAddr()), n.Owned())
 	}
+	if l, err := harnessListeners([]netip.Addr{kubeAPIIP}); err != nil || !slices.Equal(l, []string{"tcp listener on 198.51.100.43:443"}) {
+		t.Errorf("listeners on the Kubernetes API address: %q (err %v), want one on :443", l, err)
+	}
+	if n.Role(n.KubeAPIAddr()) != RoleKubeAPI || !slices.Contains(n.Owned(), kubeAPIIP) {
+		t.Errorf("Kubernetes API address: role %q, owned %v", n.Role(n.KubeAPIAddr()), n.Owned())
+	}
 
 	ipt, err := iptables.New()
 	if err != nil {

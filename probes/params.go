@@ -44,6 +44,10 @@ type Params struct {
 	// harness runs (100.100.100.200:80 on its bridge). Empty means none: the
 	// probe then sends nothing.
 	AlibabaAddr string
+	// KubeAPIAddr is host:port of the Kubernetes API canary the harness runs
+	// (HTTPS, on its bridge), where the cluster DNS names of the API server
+	// lead. Empty means none: the probe then sends nothing.
+	KubeAPIAddr string
 	// GatewayAddr is the IPv4 address of the sandbox network's gateway, the
 	// host's own side, where the harness runs token-recording listeners for
 	// host services. Empty means none: the probe then sends nothing.

@@ -47,6 +47,8 @@ type creds struct {
 	// scopedKey is the platform's scoped key for this run: a target places
 	// it with ${SANDCHECK_SCOPED_KEY} in its environment values.
 	scopedKey string
+	// saToken is the planted service-account token (ServiceAccountDir).
+	saToken string
 	// agent is the SSH-agent canary (creds_agent.go).
 	agent *agentCanary
 
@@ -121,7 +123,17 @@ func plantCreds(runDir string) (*creds, error) {
 		}
 	}
 	c.secrets = append(c.secrets, honeySecret{probe: "metadata.k8s-service-account", what: "service-account token", value: saToken})
+	c.saToken = saToken
 	return c, nil
+}
+
+// kubeTokens are the planted service-account tokens the harness's
+// Kubernetes API canary accepts.
+func (c *creds) kubeTokens() []string {
+	if c == nil || c.saToken == "" {
+		return nil
+	}
+	return []string{c.saToken}
 }
 
 // writePlanted writes one honey file, creating its folders; it never

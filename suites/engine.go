@@ -170,7 +170,7 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile()}); err != nil {
+		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile(), KubeTokens: e.creds.kubeTokens()}); err != nil {
 			return nil, fmt.Errorf("creating harness network: %w", err)
 		}
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
@@ -465,7 +465,7 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),
 			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr(),
 			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
-			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(),
+			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(), "--kube-api-addr", e.net.KubeAPIAddr(),
 			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
 			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr(),
 			"--proxy-addr", e.net.ProxyAddr(), "--broker-addr", e.net.BrokerAddr(), "--broker-token", e.net.BrokerToken())

@@ -183,6 +183,7 @@ var canaryServices = map[string][]string{
 	"sink":     {canary.ServiceTCP, canary.ServiceUDP, canary.ServiceHTTP, canary.ServiceICMP},
 	"proxy":    {canary.ServiceProxy},
 	"broker":   {canary.ServiceBroker},
+	"kube-api": {canary.ServiceKubeAPI},
 }
 
 // canaryHits joins the hits of one canary carrying the probe's token. Hits
@@ -226,6 +227,13 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 	if name != "metadata" {
 		data["destination"] = e.net.Role(hits[0].Local)
 		data["local"] = hits[0].Local
+	}
+	for _, h := range hits {
+		// What the canary saw a request authenticate with (the planted
+		// credential wins), never the secret itself.
+		if h.Credential != "" && data["credential"] != canary.CredentialPlanted {
+			data["credential"] = h.Credential
+		}
 	}
 	return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-hit", Indicates: probes.Escaped,
 		Summary: fmt.Sprintf("%d contact(s) with the probe's token reached the %s canary: %s", len(hits), name, truncate(strings.Join(seen, ", "), 300)),

@@ -107,6 +107,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.ScopedKeySHA256, "scoped-key-sha256", "", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key")
 	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
+	fs.StringVar(&p.KubeAPIAddr, "kube-api-addr", "", "IP:PORT of the harness's Kubernetes API canary (the probe sends nothing without it)")
 	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
 	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
 	fs.StringVar(&p.ProxyAddr, "proxy-addr", "", "IP:PORT of the egress proxy the harness configured")
@@ -246,7 +247,7 @@ func checkAddrs(p probes.Params) error {
 		}
 	}
 	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,
-		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr, "broker-addr": p.BrokerAddr} {
+		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr, "broker-addr": p.BrokerAddr, "kube-api-addr": p.KubeAPIAddr} {
 		if v == "" {
 			continue
 		}
