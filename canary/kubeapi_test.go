@@ -136,3 +136,11 @@ func TestDNSKubeAPINames(t *testing.T) {
 		}
 	}
 }
+
+func TestTCPNet(t *testing.T) {
+	for addr, want := range map[string]string{"198.51.100.10:80": "tcp4", "[fd00:ec2::254]:80": "tcp6", "[::ffff:1.2.3.4]:80": "tcp4", "bad": "tcp4"} {
+		if got := tcpNet(addr); got != want {
+			t.Errorf("tcpNet(%q) = %s, want %s", addr, got, want)
+		}
+	}
+}

@@ -34,7 +34,7 @@ type Server struct {
 	closeErr  error
 }
 
-// Serve listens on addr (tcp4 host:port) and serves h with the canary
+// Serve listens on addr (IPv4 host:port, or [IPv6]:port) and serves h with the canary
 // bounds until Close. ctx bounds only the listen; the server's life ends with
 // Close. Server errors are logged to logger, never printed.
 func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
@@ -51,7 +51,7 @@ func serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp4", addr)
+	ln, err := lc.Listen(ctx, tcpNet(addr), addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", addr, err)
 	}

@@ -108,10 +108,11 @@ func (l *Listener) Close(ctx context.Context) error {
 	return l.err
 }
 
-// ServeTCP listens on addr (IPv4 host:port) and records every connection.
+// ServeTCP listens on addr (IPv4 host:port, or [IPv6]:port) and records
+// every connection.
 func (s *Sink) ServeTCP(ctx context.Context, addr string) (*Listener, error) {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp4", addr)
+	ln, err := lc.Listen(ctx, tcpNet(addr), addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s/tcp: %w", addr, err)
 	}
