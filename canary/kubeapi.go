@@ -113,20 +113,9 @@ func (k *KubeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		rep = k.answer(r, cred == CredentialPlanted)
 	}
-	token, probe := attribute(r)
-	k.rec.Record(Hit{
-		Time:       k.now().UTC(),
-		Service:    ServiceKubeAPI,
-		Method:     clip(r.Method),
-		Path:       clip(r.URL.RequestURI()),
-		Remote:     r.RemoteAddr,
-		Local:      localAddr(r),
-		Token:      token,
-		Probe:      probe,
-		Agent:      clip(r.UserAgent()),
-		Status:     rep.status,
-		Credential: cred,
-	})
+	h := requestHit(r, k.now(), ServiceKubeAPI, rep.status)
+	h.Credential = cred
+	k.rec.Record(h)
 	if rep.status >= 400 {
 		k.log.Debug("kube-api canary refused request", "method", clip(r.Method), "status", rep.status, "remote", r.RemoteAddr)
 	}

@@ -112,9 +112,18 @@ func (m *Metadata) serve(w http.ResponseWriter, r *http.Request, service string,
 	} else {
 		rep = handle(r)
 	}
+	m.rec.Record(requestHit(r, m.now(), service, rep.status))
+	if rep.status >= 400 {
+		m.log.Debug("canary refused request", "service", service, "method", clip(r.Method), "status", rep.status, "remote", r.RemoteAddr)
+	}
+	writeReply(w, r, rep)
+}
+
+// requestHit is the hit of one HTTP request answered with status.
+func requestHit(r *http.Request, now time.Time, service string, status int) Hit {
 	token, probe := attribute(r)
-	m.rec.Record(Hit{
-		Time:    m.now().UTC(),
+	return Hit{
+		Time:    now.UTC(),
 		Service: service,
 		Method:  clip(r.Method),
 		Path:    clip(r.URL.RequestURI()),
@@ -123,12 +132,8 @@ func (m *Metadata) serve(w http.ResponseWriter, r *http.Request, service string,
 		Token:   token,
 		Probe:   probe,
 		Agent:   clip(r.UserAgent()),
-		Status:  rep.status,
-	})
-	if rep.status >= 400 {
-		m.log.Debug("canary refused request", "service", service, "method", clip(r.Method), "status", rep.status, "remote", r.RemoteAddr)
+		Status:  status,
 	}
-	writeReply(w, r, rep)
 }
 
 // writeReply writes a decided answer.
