@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 )
 
 // ErrUnavailable means tracing cannot work here (no root, no BTF, a kernel
@@ -27,6 +28,35 @@ var DefaultSensitivePrefixes = []string{
 	"/proc/sys/kernel/", "/proc/1/root", "/sys/kernel/", "/sys/fs/cgroup/",
 	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/", "/dev/mem", "/dev/kmsg",
 	"/var/run/secrets/", "/home/",
+}
+
+// argSyscalls are the syscalls whose calls become events with their
+// arguments: opens (kept only when the path has a sensitive prefix),
+// connections and sends with a destination, and the calls that change
+// identity, namespaces, mounts or the kernel. All are below fastSyscalls.
+var argSyscalls = []int{
+	unix.SYS_OPEN, unix.SYS_OPENAT, unix.SYS_OPENAT2,
+	unix.SYS_CONNECT, unix.SYS_SENDTO, unix.SYS_SENDMSG,
+	unix.SYS_PTRACE,
+	unix.SYS_SETUID, unix.SYS_SETGID, unix.SYS_SETREUID, unix.SYS_SETREGID,
+	unix.SYS_SETRESUID, unix.SYS_SETRESGID, unix.SYS_SETFSUID, unix.SYS_SETFSGID,
+	unix.SYS_PIVOT_ROOT, unix.SYS_MOUNT, unix.SYS_UMOUNT2,
+	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSMOUNT,
+	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD,
+	unix.SYS_UNSHARE, unix.SYS_SETNS, unix.SYS_BPF,
+}
+
+// argSyscallBits is argSyscalls as the kernel side's bitmap.
+func argSyscallBits() ([fastSyscalls / 64]uint64, error) {
+	var bits [fastSyscalls / 64]uint64
+	for _, nr := range argSyscalls {
+		if nr < 0 || nr >= fastSyscalls {
+			return bits, fmt.Errorf("syscall %d is past the %d the kernel side can flag", nr, fastSyscalls)
+		}
+		bits[nr/64] |= 1 << (nr % 64)
+	}
+	return bits, nil
 }
 
 // Options configure a Tracer.
@@ -52,6 +82,8 @@ type Tracer struct {
 	done    chan struct{}
 	flushed chan struct{}
 	syncMu  sync.Mutex
+	genMu   sync.Mutex
+	ncpu    int
 
 	mu      sync.Mutex
 	watches map[uint32]*Watch
@@ -86,7 +118,32 @@ func New(opts Options) (_ *Tracer, err error) {
 	if t.max <= 0 {
 		t.max = 4096
 	}
-	if err := loadTracerObjects(&t.objs, nil); err != nil {
+	spec, err := loadTracer()
+	if err != nil {
+		return nil, fmt.Errorf("reading the BPF object: %w", err)
+	}
+	bits, err := argSyscallBits()
+	if err != nil {
+		return nil, err
+	}
+	v := spec.Variables["arg_syscalls"]
+	if v == nil {
+		return nil, errors.New("reading the BPF object: no arg_syscalls variable")
+	}
+	if err := v.Set(bits); err != nil {
+		return nil, fmt.Errorf("configuring the tracer: %w", err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("%w: counting CPUs: %v", ErrUnavailable, err)
+	}
+	t.ncpu = ncpu
+	hot := spec.Maps["hot"]
+	if hot == nil {
+		return nil, errors.New("reading the BPF object: no hot map")
+	}
+	hot.MaxEntries = uint32(1 + ncpu)
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("loading the BPF programs: %w", err)
@@ -98,8 +155,9 @@ func New(opts Options) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
+	var g tracerCpuHot
 	for i, p := range prefixes {
-		var v tracerPrefix
+		v := &g.Prefixes[i]
 		if len(p) >= len(v.S) || p == "" {
 			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is empty or too long", p)
 		}
@@ -107,9 +165,9 @@ func New(opts Options) (_ *Tracer, err error) {
 		for j := range len(p) {
 			v.S[j] = int8(p[j])
 		}
-		if err := t.objs.Prefixes.Put(uint32(i), &v); err != nil {
-			return nil, fmt.Errorf("configuring the tracer: %w", err)
-		}
+	}
+	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+		return nil, fmt.Errorf("configuring the tracer: %w", err)
 	}
 	for slot := range uint32(maxSlots) {
 		if err := t.objs.FreeSlots.Put(nil, slot); err != nil {
@@ -209,6 +267,26 @@ func (t *Tracer) sync() {
 	case <-time.After(2 * time.Second):
 		t.log.Warn("tracer: the ring buffer did not drain within 2s")
 	}
+}
+
+// bumpGeneration invalidates every CPU's cache of task membership: called
+// after user space changes membership (seeding marks, disowning slots).
+func (t *Tracer) bumpGeneration() error {
+	t.genMu.Lock()
+	defer t.genMu.Unlock()
+	var g tracerCpuHot
+	if err := t.objs.Hot.Lookup(uint32(0), &g); err != nil {
+		return fmt.Errorf("reading the membership generation: %w", err)
+	}
+	// The kernel side may bump it between the lookup and the update (an
+	// exec into a watched namespace); its cache entries filled since were
+	// filled after this change too, so writing g+1 over its bump loses
+	// nothing. The rest of element 0 (the prefixes) does not change.
+	g.Gen++
+	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+		return fmt.Errorf("bumping the membership generation: %w", err)
+	}
+	return nil
 }
 
 // Lost returns the kernel-wide loss counters since the tracer loaded.

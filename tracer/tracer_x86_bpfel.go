@@ -31,6 +31,16 @@ type tracerCountVal struct {
 	OtherErr uint64
 }
 
+type tracerCpuHot struct {
+	_        structs.HostLayout
+	Gen      uint32
+	Pad      [15]uint32
+	Prefixes [16]tracerPrefix
+	Tasks    [8]tracerHotTask
+	Counts   [32]tracerHotCount
+	Path     [256]int8
+}
+
 type tracerEvent struct {
 	_     structs.HostLayout
 	Ts    uint64
@@ -58,6 +68,26 @@ type tracerFastCount struct {
 	OtherErr uint64
 }
 
+type tracerHotCount struct {
+	_     structs.HostLayout
+	Slot  uint32
+	Epoch uint32
+	Nr    uint32
+	Used  uint32
+	C     tracerFastCount
+}
+
+type tracerHotTask struct {
+	_     structs.HostLayout
+	Start uint64
+	Pid   uint32
+	Gen   uint32
+	Slot  uint32
+	Epoch uint32
+	Ns    uint32
+	Root  uint32
+}
+
 type tracerPrefix struct {
 	_   structs.HostLayout
 	Len uint32
@@ -70,17 +100,19 @@ type tracerSlotCounts struct {
 }
 
 type tracerSlotOwner struct {
-	_    structs.HostLayout
-	Ns   uint32
-	Root uint32
+	_        structs.HostLayout
+	Ns       uint32
+	Root     uint32
+	Epoch    uint32
+	Draining uint32
 }
 
 type tracerTaskInfo struct {
-	_    structs.HostLayout
-	Ns   uint32
-	Root uint32
-	Slot uint32
-	Pad  uint32
+	_     structs.HostLayout
+	Ns    uint32
+	Root  uint32
+	Slot  uint32
+	Epoch uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -91,15 +123,16 @@ const (
 	tracerMapEvents      = "events"
 	tracerMapFastCounts  = "fast_counts"
 	tracerMapFreeSlots   = "free_slots"
+	tracerMapHot         = "hot"
 	tracerMapMarks       = "marks"
 	tracerMapOwners      = "owners"
-	tracerMapPrefixes    = "prefixes"
 	tracerMapSandboxes   = "sandboxes"
 	tracerMapStats       = "stats"
 	tracerProgScExec     = "sc_exec"
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
 	tracerProgScSysExit  = "sc_sys_exit"
+	tracerVarArgSyscalls = "arg_syscalls"
 	tracerVarUnusedEvent = "unused_event"
 )
 
@@ -159,9 +192,9 @@ type tracerMapSpecs struct {
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	FastCounts *ebpf.MapSpec `ebpf:"fast_counts"`
 	FreeSlots  *ebpf.MapSpec `ebpf:"free_slots"`
+	Hot        *ebpf.MapSpec `ebpf:"hot"`
 	Marks      *ebpf.MapSpec `ebpf:"marks"`
 	Owners     *ebpf.MapSpec `ebpf:"owners"`
-	Prefixes   *ebpf.MapSpec `ebpf:"prefixes"`
 	Sandboxes  *ebpf.MapSpec `ebpf:"sandboxes"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
 }
@@ -170,6 +203,7 @@ type tracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerVariableSpecs struct {
+	ArgSyscalls *ebpf.VariableSpec `ebpf:"arg_syscalls"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -197,9 +231,9 @@ type tracerMaps struct {
 	Events     *ebpf.Map `ebpf:"events"`
 	FastCounts *ebpf.Map `ebpf:"fast_counts"`
 	FreeSlots  *ebpf.Map `ebpf:"free_slots"`
+	Hot        *ebpf.Map `ebpf:"hot"`
 	Marks      *ebpf.Map `ebpf:"marks"`
 	Owners     *ebpf.Map `ebpf:"owners"`
-	Prefixes   *ebpf.Map `ebpf:"prefixes"`
 	Sandboxes  *ebpf.Map `ebpf:"sandboxes"`
 	Stats      *ebpf.Map `ebpf:"stats"`
 }
@@ -210,9 +244,9 @@ func (m *tracerMaps) Close() error {
 		m.Events,
 		m.FastCounts,
 		m.FreeSlots,
+		m.Hot,
 		m.Marks,
 		m.Owners,
-		m.Prefixes,
 		m.Sandboxes,
 		m.Stats,
 	)
@@ -222,6 +256,7 @@ func (m *tracerMaps) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerVariables struct {
+	ArgSyscalls *ebpf.Variable `ebpf:"arg_syscalls"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 

@@ -89,6 +89,10 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 		if err := w.seed(); err != nil {
 			return nil, errors.Join(err, w.forget())
 		}
+		// The seeded tasks may be cached as unwatched.
+		if err := t.bumpGeneration(); err != nil {
+			return nil, errors.Join(err, w.forget())
+		}
 	}
 	return w, nil
 }
@@ -139,10 +143,15 @@ func (w *Watch) mark(pid int) error {
 	info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid), Slot: noSlot}
 	var slot uint32
 	if err := w.t.objs.FreeSlots.LookupAndDelete(nil, &slot); err == nil {
-		if err := w.t.objs.Owners.Put(slot, tracerSlotOwner{Ns: w.ns, Root: uint32(pid)}); err != nil {
+		var old tracerSlotOwner
+		if err := w.t.objs.Owners.Lookup(slot, &old); err != nil {
+			return fmt.Errorf("attributing process %d: reading slot %d: %w", pid, slot, err)
+		}
+		owner := tracerSlotOwner{Ns: w.ns, Root: uint32(pid), Epoch: old.Epoch + 1}
+		if err := w.t.objs.Owners.Put(slot, owner); err != nil {
 			return fmt.Errorf("attributing process %d: %w", pid, err)
 		}
-		info.Slot = slot
+		info.Slot, info.Epoch = slot, owner.Epoch
 	} else if !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("attributing process %d: taking a slot: %w", pid, err)
 	}
@@ -191,7 +200,7 @@ func (w *Watch) Report() (*Report, error) {
 }
 
 // report is Report for the given slots.
-func (w *Watch) report(slots []uint32) (*Report, error) {
+func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	counts, err := w.counts(slots, false)
 	if err != nil {
 		return nil, err
@@ -225,17 +234,17 @@ func (w *Watch) report(slots []uint32) (*Report, error) {
 	return r, nil
 }
 
-// slots lists the slots the watch's trees hold.
-func (w *Watch) slots() ([]uint32, error) {
+// slots returns the slots the watch's trees hold, with their owners.
+func (w *Watch) slots() (map[uint32]tracerSlotOwner, error) {
 	var (
 		slot  uint32
 		owner tracerSlotOwner
-		out   []uint32
 	)
+	out := map[uint32]tracerSlotOwner{}
 	it := w.t.objs.Owners.Iterate()
 	for it.Next(&slot, &owner) {
 		if owner.Ns == w.ns {
-			out = append(out, slot)
+			out[slot] = owner
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -244,16 +253,33 @@ func (w *Watch) slots() ([]uint32, error) {
 	return out, nil
 }
 
-// counts reads the syscall counts of the given slots and the namespace's
-// counts in the hash (deleting the latter with drop).
-func (w *Watch) counts(slots []uint32, drop bool) (map[tracerCountKey]Count, error) {
+// counts reads the syscall counts of the given slots (in the slots and in
+// each CPU's hot counters) and the namespace's counts in the hash (deleting
+// the latter with drop). While the watch runs, counters moving from a CPU's
+// hot counters to their slot at that instant may be missed or seen twice;
+// once its slots drain (Close), the counts are exact.
+func (w *Watch) counts(slots map[uint32]tracerSlotOwner, drop bool) (map[tracerCountKey]Count, error) {
 	out := map[tracerCountKey]Count{}
-	for _, slot := range slots {
-		var owner tracerSlotOwner
-		var per []tracerSlotCounts
-		if err := w.t.objs.Owners.Lookup(slot, &owner); err != nil {
-			return nil, fmt.Errorf("reading slot %d: %w", slot, err)
+	if len(slots) > 0 {
+		for cpu := range w.t.ncpu {
+			var h tracerCpuHot
+			if err := w.t.objs.Hot.Lookup(uint32(1+cpu), &h); err != nil {
+				return nil, fmt.Errorf("reading CPU %d's hot counters: %w", cpu, err)
+			}
+			for _, hc := range h.Counts {
+				owner, ok := slots[hc.Slot]
+				if hc.Used == 0 || !ok || owner.Epoch != hc.Epoch || hc.Nr >= fastSyscalls {
+					continue
+				}
+				k := tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: hc.Nr}
+				c := out[k]
+				c.add(Count{OK: hc.C.Ok, EPERM: hc.C.Eperm, EACCES: hc.C.Eacces, ENOSYS: hc.C.Enosys, OtherErr: hc.C.OtherErr})
+				out[k] = c
+			}
 		}
+	}
+	for slot, owner := range slots {
+		var per []tracerSlotCounts
 		if err := w.t.objs.FastCounts.Lookup(slot, &per); err != nil {
 			return nil, fmt.Errorf("reading syscall counts: %w", err)
 		}
@@ -263,8 +289,10 @@ func (w *Watch) counts(slots []uint32, drop bool) (map[tracerCountKey]Count, err
 				v := &per[i].C[nr]
 				c.add(Count{OK: v.Ok, EPERM: v.Eperm, EACCES: v.Eacces, ENOSYS: v.Enosys, OtherErr: v.OtherErr})
 			}
+			k := tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: uint32(nr)}
+			c.add(out[k])
 			if c.Calls = c.OK + c.Denied() + c.OtherErr; c.Calls > 0 {
-				out[tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: uint32(nr)}] = c
+				out[k] = c
 			}
 		}
 	}
@@ -302,10 +330,11 @@ func (w *Watch) counts(slots []uint32, drop bool) (map[tracerCountKey]Count, err
 // namespace's state from the kernel maps. Safe twice (the second call returns
 // nil and no error).
 //
-// Watched tasks keep their mark until they next make a syscall: the kernel
-// side then finds their slot freed (or, without one, the namespace gone) and
-// drops the mark. Their slot's counts are zeroed before it is freed, so a
-// tree that takes it next starts from nothing.
+// The namespace is unregistered and the watch's slots disowned first, then
+// the membership generation is bumped, so the kernel side stops counting for
+// the watch's tasks at their next syscall (and drops their marks then); the
+// final counts are read after that, and each slot is zeroed before it is
+// freed, so a tree that takes it next starts from nothing.
 func (w *Watch) Close() (*Report, error) {
 	if w.closed {
 		return nil, nil
@@ -315,23 +344,33 @@ func (w *Watch) Close() (*Report, error) {
 	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
 		errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
 	}
-	w.t.sync()
 	slots, err := w.slots()
 	errs = append(errs, err)
+	var disowned []uint32
+	for slot, owner := range slots {
+		owner.Draining = 1
+		if err := w.t.objs.Owners.Put(slot, owner); err != nil {
+			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
+			continue
+		}
+		disowned = append(disowned, slot)
+	}
+	errs = append(errs, w.t.bumpGeneration())
+	w.t.sync()
 	r, err := w.report(slots)
 	errs = append(errs, err)
 	if _, err := w.counts(nil, true); err != nil {
 		errs = append(errs, err)
 	}
 	zero := make([]tracerSlotCounts, ebpf.MustPossibleCPU())
-	for _, slot := range slots {
-		// Disown first: from then on the kernel side stops counting into
-		// the slot, before it is zeroed and freed.
-		if err := w.t.objs.Owners.Put(slot, tracerSlotOwner{}); err != nil {
+	for _, slot := range disowned {
+		if err := w.t.objs.FastCounts.Put(slot, zero); err != nil {
 			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
 			continue
 		}
-		if err := w.t.objs.FastCounts.Put(slot, zero); err != nil {
+		// Free, keeping the epoch: counters of it left in the CPUs' hot
+		// counters are dropped when their place is next needed.
+		if err := w.t.objs.Owners.Put(slot, tracerSlotOwner{Epoch: slots[slot].Epoch}); err != nil {
 			errs = append(errs, fmt.Errorf("freeing slot %d: %w", slot, err))
 			continue
 		}

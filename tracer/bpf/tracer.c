@@ -8,10 +8,17 @@
  * tasks already running when it registers a namespace. The container
  * runtime's own host processes, and its init stage that enters the namespace
  * before exec'ing the workload, are never attributed. Membership is a mark
- * in the task's own storage, so the sys_exit program, which runs for every
- * syscall of every task on the host, costs an unwatched task one task-storage
- * lookup: no hashing, no probe read. A watched task's syscall costs two array
- * lookups and an increment.
+ * in the task's own storage.
+ *
+ * The sys_exit program runs for every syscall of every task on the host, so
+ * its common case avoids even the task-storage lookup: a small per-CPU cache
+ * remembers, for the tasks that last ran there, what their storage said
+ * (watched, and into which slot; or not watched). An entry holds only while
+ * the membership generation it was filled in lasts; every change of
+ * membership (a new tree at exec, user space seeding or closing a watch)
+ * bumps the generation. A cache hit costs two array lookups and two loads
+ * from the task; a watched task's syscall then costs one more array lookup
+ * and an increment.
  *
  * Each attributed task carries a root: the tgid of the process that first
  * exec'd inside the sandbox (one per `docker exec`), inherited by its
@@ -79,16 +86,25 @@ struct {
 } stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MAX_PREFIXES);
-	__type(key, u32);
-	__type(value, struct prefix);
-} prefixes SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RINGBUF_BYTES);
 } events SEC(".maps");
+
+/* Per-CPU hot state (element 1 + cpu) and the membership generation
+ * (element 0), in one small array: with page-table isolation and no PCID,
+ * every syscall starts with an empty TLB, and each separate allocation the
+ * program touches costs a page walk. User space sets max_entries to 1 +
+ * the possible CPUs before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct cpu_hot);
+} hot SEC(".maps");
+
+/* Syscalls worth an event with their arguments, a bit per number below
+ * FAST_SYSCALLS; user space sets it before load (tracer.go: argSyscalls). */
+volatile const u64 arg_syscalls[FAST_SYSCALLS / 64];
 
 /* Keep the event layout in the object's BTF for bpf2go's -type. */
 const struct event *unused_event __attribute__((unused));
@@ -144,6 +160,14 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 	return 0;
 }
 
+static __always_inline void bump_generation(void)
+{
+	u32 zero = 0;
+	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
+	if (g)
+		__sync_fetch_and_add(&g->gen, 1);
+}
+
 /* new_tree gives a task that entered a watched namespace its own tree,
  * with a slot when one is free. */
 static __always_inline struct task_info *new_tree(struct task_struct *task, u32 ns, u32 tgid)
@@ -151,13 +175,20 @@ static __always_inline struct task_info *new_tree(struct task_struct *task, u32 
 	struct task_info fresh = {.ns = ns, .root = tgid, .slot = NO_SLOT};
 	u32 slot;
 	if (bpf_map_pop_elem(&free_slots, &slot) == 0 && slot < MAX_SLOTS) {
-		struct slot_owner o = {.ns = ns, .root = tgid};
-		if (bpf_map_update_elem(&owners, &slot, &o, BPF_ANY) == 0)
-			fresh.slot = slot;
+		struct slot_owner *old = bpf_map_lookup_elem(&owners, &slot);
+		if (old) {
+			struct slot_owner o = {.ns = ns, .root = tgid, .epoch = old->epoch + 1};
+			if (bpf_map_update_elem(&owners, &slot, &o, BPF_ANY) == 0) {
+				fresh.slot = slot;
+				fresh.epoch = o.epoch;
+			}
+		}
 	}
 	struct task_info *ti = bpf_task_storage_get(&marks, task, &fresh, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ti)
 		stat_inc(STAT_LOST_TASKS);
+	/* The task may be cached as unwatched on any CPU. */
+	bump_generation();
 	return ti;
 }
 
@@ -240,48 +271,13 @@ int sc_exit(u64 *ctx)
 	return 0;
 }
 
-/* interesting says which syscalls are worth an event with arguments (x86_64
- * numbers). */
-static __always_inline int interesting(long nr)
-{
-	switch (nr) {
-	case 2:   /* open */
-	case 257: /* openat */
-	case 437: /* openat2 */
-	case 42:  /* connect */
-	case 44:  /* sendto */
-	case 46:  /* sendmsg */
-	case 101: /* ptrace */
-	case 105: case 106: case 113: case 114: /* setuid setgid setreuid setregid */
-	case 117: case 119: case 122: case 123: /* setresuid setresgid setfsuid setfsgid */
-	case 155: /* pivot_root */
-	case 165: /* mount */
-	case 166: /* umount2 */
-	case 175: /* init_module */
-	case 176: /* delete_module */
-	case 246: /* kexec_load */
-	case 272: /* unshare */
-	case 308: /* setns */
-	case 313: /* finit_module */
-	case 320: /* kexec_file_load */
-	case 321: /* bpf */
-	case 428: /* open_tree */
-	case 429: /* move_mount */
-	case 430: /* fsopen */
-	case 432: /* fsmount */
-		return 1;
-	}
-	return 0;
-}
-
 /* sensitive reports whether a path starts with one of the configured
  * prefixes. */
-static __always_inline int sensitive(const char *path)
+static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
 {
 	for (u32 p = 0; p < MAX_PREFIXES; p++) {
-		u32 k = p;
-		struct prefix *pre = bpf_map_lookup_elem(&prefixes, &k);
-		if (!pre || pre->len == 0)
+		const struct prefix *pre = &g->prefixes[p];
+		if (pre->len == 0)
 			continue;
 		int ok = 1;
 		for (u32 j = 0; j < PREFIX_BYTES; j++) {
@@ -298,7 +294,8 @@ static __always_inline int sensitive(const char *path)
 	return 0;
 }
 
-static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id)
+static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
+					  const struct cpu_hot *g, struct cpu_hot *h)
 {
 	unsigned long a[6];
 	a[0] = BPF_CORE_READ(regs, di);
@@ -325,6 +322,15 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		addr = m.msg_name;
 		addrlen = m.msg_namelen;
 	}
+	long pathlen = 0;
+	if (nr == 2 || nr == 257 || nr == 437) {
+		/* Most opens are not sensitive: decide before taking ring-buffer
+		 * room, in the CPU's own scratch. */
+		const char *path = (const char *)(nr == 2 ? a[0] : a[1]);
+		pathlen = bpf_probe_read_user_str(h->path, PATH_BYTES, path);
+		if (pathlen <= 0 || !sensitive(g, h->path))
+			return;
+	}
 	struct event *ev = reserve(EV_SYSCALL, ti, id >> 32, (u32)id);
 	if (!ev)
 		return;
@@ -337,14 +343,9 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 			addrlen = SOCKADDR_BYTES;
 		if (bpf_probe_read_user(ev->data, addrlen & (SOCKADDR_BYTES - 1) ?: (addrlen ? SOCKADDR_BYTES : 0), addr) == 0)
 			ev->len = addrlen;
-	} else if (nr == 2 || nr == 257 || nr == 437) {
-		const char *path = (const char *)(nr == 2 ? a[0] : a[1]);
-		long n = bpf_probe_read_user_str(ev->data, PATH_BYTES, path);
-		if (n <= 0 || !sensitive((const char *)ev->data)) {
-			bpf_ringbuf_discard(ev, 0);
-			return;
-		}
-		ev->len = n;
+	} else if (pathlen > 0) {
+		__builtin_memcpy(ev->data, h->path, PATH_BYTES);
+		ev->len = pathlen;
 	}
 	bpf_ringbuf_submit(ev, 0);
 }
@@ -388,43 +389,120 @@ static __always_inline void count_slow(const struct task_info *ti, long nr, long
 	v->other_err += c.other_err;
 }
 
+/* lookup_membership fills a cache entry from the task's storage, checking
+ * that its tree is still watched (dropping the mark when not). */
+static __always_inline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 pid, u64 start, u32 gen)
+{
+	e->pid = pid;
+	e->start = start;
+	e->gen = gen;
+	e->slot = HOT_UNWATCHED;
+	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
+	if (!ti)
+		return;
+	u32 slot = ti->slot;
+	if (slot < MAX_SLOTS) {
+		/* A slot freed by a closed watch (and maybe taken since) is no
+		 * longer this tree's: the task is no longer watched. */
+		struct slot_owner *o = bpf_map_lookup_elem(&owners, &slot);
+		if (!o || o->ns != ti->ns || o->root != ti->root || o->epoch != ti->epoch || o->draining) {
+			bpf_task_storage_delete(&marks, task);
+			return;
+		}
+	} else if (!bpf_map_lookup_elem(&sandboxes, &ti->ns)) {
+		bpf_task_storage_delete(&marks, task);
+		return;
+	} else {
+		slot = NO_SLOT;
+	}
+	e->slot = slot;
+	e->epoch = ti->epoch;
+	e->ns = ti->ns;
+	e->root = ti->root;
+}
+
+/* evict makes room in a hot counter: a live tree's counters move to its
+ * slot; a collected tree's are dropped. A draining tree's stay for user
+ * space to read, and evict says so by returning 0. */
+static __always_inline int evict(struct hot_count *c)
+{
+	if (!c->used)
+		return 1;
+	u32 vslot = c->slot;
+	struct slot_owner *o = bpf_map_lookup_elem(&owners, &vslot);
+	if (!o || o->epoch != c->epoch || o->ns == 0)
+		return 1;
+	if (o->draining)
+		return 0;
+	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &vslot);
+	u32 vnr = c->nr;
+	if (!sc || vnr >= FAST_SYSCALLS)
+		return 1;
+	struct fast_count *d = &sc->c[vnr];
+	d->ok += c->c.ok;
+	d->eperm += c->c.eperm;
+	d->eacces += c->c.eacces;
+	d->enosys += c->c.enosys;
+	d->other_err += c->c.other_err;
+	return 1;
+}
+
+/* count_fast counts a syscall of a tree with a slot in this CPU's hot
+ * counters. */
+static __always_inline void count_fast(struct cpu_hot *h, u32 slot, u32 epoch, u32 nr, long ret)
+{
+	u32 i = (slot * 67 + nr) & (HOT_COUNTS - 1);
+	struct hot_count *c = &h->counts[i];
+	if (!c->used || c->nr != nr || c->slot != slot || c->epoch != epoch) {
+		if (!evict(c)) {
+			struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
+			if (sc)
+				tally(&sc->c[nr], ret);
+			return;
+		}
+		c->slot = slot;
+		c->epoch = epoch;
+		c->nr = nr;
+		c->used = 1;
+		c->c = (struct fast_count){};
+	}
+	tally(&c->c, ret);
+}
+
 /* The hot path: every syscall of every task on the host ends here. */
 SEC("tp_btf/sys_exit")
 int sc_sys_exit(u64 *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
-	if (!ti)
+	u32 pid = task->pid;
+	u64 start = task->start_time;
+	u32 zero = 0, cpu = bpf_get_smp_processor_id() + 1;
+	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
+	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &cpu);
+	if (!g || !h)
+		return 0;
+	u32 gen = g->gen;
+	struct hot_task *e = &h->tasks[pid & (HOT_TASKS - 1)];
+	if (e->pid != pid || e->start != start || e->gen != gen)
+		lookup_membership(e, task, pid, start, gen);
+	u32 slot = e->slot;
+	if (slot == HOT_UNWATCHED)
 		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx[0];
 	long ret = (long)ctx[1];
 	long nr = regs->orig_ax; /* a BTF load, no helper */
 	if (nr < 0 || nr >= MAX_SYSCALL)
 		return 0;
-	u32 slot = ti->slot;
-	if (slot < MAX_SLOTS) {
-		/* A slot freed by a closed watch (and maybe taken since) is no
-		 * longer this tree's: the task is no longer watched. */
-		struct slot_owner *o = bpf_map_lookup_elem(&owners, &slot);
-		if (!o || o->ns != ti->ns || o->root != ti->root) {
-			bpf_task_storage_delete(&marks, task);
-			return 0;
-		}
-		struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
-		if (!sc)
-			return 0;
-		if (nr < FAST_SYSCALLS)
-			tally(&sc->c[nr], ret);
-		else
-			count_slow(ti, nr, ret);
-	} else {
-		if (!bpf_map_lookup_elem(&sandboxes, &ti->ns)) {
-			bpf_task_storage_delete(&marks, task);
-			return 0;
-		}
-		count_slow(ti, nr, ret);
+	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = slot, .epoch = e->epoch};
+	if (nr >= FAST_SYSCALLS) {
+		count_slow(&ti, nr, ret);
+		return 0;
 	}
-	if (interesting(nr))
-		syscall_event(regs, nr, ret, ti, bpf_get_current_pid_tgid());
+	if (slot < MAX_SLOTS)
+		count_fast(h, slot, ti.epoch, nr, ret);
+	else
+		count_slow(&ti, nr, ret);
+	if (arg_syscalls[nr >> 6] & (1ULL << (nr & 63)))
+		syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
 	return 0;
 }

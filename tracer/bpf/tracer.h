@@ -15,6 +15,9 @@
 #define PATH_BYTES 256
 #define ARGV_BYTES 256
 #define SOCKADDR_BYTES 128
+#define HOT_TASKS 8       /* per CPU: recent tasks' membership */
+#define HOT_COUNTS 32     /* per CPU: recent (tree, syscall) counters */
+#define HOT_UNWATCHED 0xfffffffe /* a cached "not watched" */
 
 enum event_kind {
 	EV_EXEC = 1,
@@ -27,7 +30,8 @@ enum stat_idx {
 	STAT_LOST_EVENTS = 0, /* ring buffer full */
 	STAT_LOST_TASKS = 1,  /* no task storage: a process went unattributed */
 	STAT_LOST_COUNTS = 2, /* count map full: a syscall went uncounted */
-	STAT_MAX = 3,
+	STAT_REFILL = 3,
+	STAT_MAX = 4,
 };
 
 /* What a watched task carries in its task storage; a tree's slot says
@@ -36,13 +40,18 @@ struct task_info {
 	u32 ns;   /* the watched pid namespace's inode (or a watched tree's root pid) */
 	u32 root; /* tgid of the process that first exec'd in the sandbox */
 	u32 slot; /* the tree's slot in fast_counts, or NO_SLOT */
-	u32 pad;
+	u32 epoch; /* the slot's epoch when the tree took it */
 };
 
-/* The owner of a slot: a tree, or ns 0 when the slot is free. */
+/* The owner of a slot: a tree, or ns 0 when the slot is free. Each taking
+ * of a slot starts a new epoch, so counters left from an earlier owner are
+ * told apart. A draining slot's watch is closing: user space is reading its
+ * counters, which stay where they are until it frees the slot. */
 struct slot_owner {
 	u32 ns;
 	u32 root;
+	u32 epoch;
+	u32 draining;
 };
 
 /* One syscall's results in a slot; calls are their sum. */
@@ -56,6 +65,47 @@ struct fast_count {
 
 struct slot_counts {
 	struct fast_count c[FAST_SYSCALLS];
+};
+
+struct prefix {
+	u32 len;
+	char s[PREFIX_BYTES];
+};
+
+/* What a task's storage said, cached per CPU: the task (its pid and start
+ * time, which a recycled pid does not share) and the membership generation
+ * it was read in. */
+struct hot_task {
+	u64 start;
+	u32 pid;
+	u32 gen;
+	u32 slot; /* HOT_UNWATCHED, NO_SLOT or the tree's slot */
+	u32 epoch;
+	u32 ns;
+	u32 root;
+};
+
+/* A tree's counters for one syscall, held per CPU until another (tree,
+ * syscall) needs the place; then they move to the tree's slot. */
+struct hot_count {
+	u32 slot;
+	u32 epoch;
+	u32 nr;
+	u32 used;
+	struct fast_count c;
+};
+
+/* One CPU's hot state: with element 0, the only memory the sys_exit
+ * program touches for a cached task's syscall (and for an open, but for the
+ * path itself). Element 0 holds the generation and the sensitive path
+ * prefixes instead. */
+struct cpu_hot {
+	u32 gen;
+	u32 pad[15];
+	struct prefix prefixes[MAX_PREFIXES];
+	struct hot_task tasks[HOT_TASKS];
+	struct hot_count counts[HOT_COUNTS];
+	char path[PATH_BYTES]; /* an opened path, before it is known sensitive */
 };
 
 struct count_key {
@@ -74,10 +124,6 @@ struct count_val {
 	u64 other_err;
 };
 
-struct prefix {
-	u32 len;
-	char s[PREFIX_BYTES];
-};
 
 /* The user-space ABI's msghdr head. */
 struct user_msghdr {

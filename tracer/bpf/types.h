@@ -88,6 +88,7 @@ struct task_struct {
 	int pid;
 	int tgid;
 	int exit_code;
+	unsigned long long start_time;
 	struct pid *thread_pid;
 	struct mm_struct *mm;
 	struct task_struct *real_parent;
