@@ -3,12 +3,15 @@
 package tracer
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"github.com/cilium/ebpf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,6 +119,90 @@ func TestKnownSequenceCountsAndErrnos(t *testing.T) {
 	if !sawExec || !sawOpen || !sawConnect || !sawUnshare {
 		t.Errorf("events: exec %t, sensitive open %t, connect 127.0.0.1:9 %t, unshare %t; all should be seen\n%s",
 			sawExec, sawOpen, sawConnect, sawUnshare, dump(rep))
+	}
+}
+
+// TestEveryDistinctSyscallCountedExactly makes more distinct syscalls, in
+// rotation, than the kernel side's per-CPU hot counters hold, so counters
+// keep moving to their slot: each must still come out exact.
+func TestEveryDistinctSyscallCountedExactly(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	const rounds = 3000
+	cmd, goAhead := startInNewPidNS(t, bin, "wait", "mix", strconv.Itoa(rounds))
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	goAhead()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sysloop: %v", err)
+	}
+	rep, err := w.Close()
+	if err != nil {
+		t.Fatalf("closing the watch: %v", err)
+	}
+	sys := rep.Syscalls()
+	// The queries succeed; the calls on descriptor -1 fail with EBADF, and
+	// those given a NULL buffer with EFAULT.
+	// The Go runtime itself also calls prctl and close a few times.
+	queries := []string{"getppid", "getuid", "geteuid", "getgid", "getegid", "getpgrp", "getsid",
+		"getpgid", "getgroups", "getpriority", "sched_getscheduler", "sched_get_priority_max",
+		"sched_get_priority_min", "personality", "prctl", "ioprio_get", "getcpu", "times", "umask", "alarm"}
+	failing := []string{"getresuid", "getresgid", "getitimer", "setns", "syncfs", "fsync", "dup", "close", "fchdir", "flock", "fdatasync",
+		"listen", "shutdown", "getsockname", "getpeername"}
+	for _, name := range append(queries, failing...) {
+		c := sys[name]
+		got := c.OK
+		if slices.Contains(failing, name) {
+			got = c.OtherErr
+		}
+		if got != rounds || (c.Calls != rounds && name != "prctl" && name != "close") {
+			t.Errorf("%s: the kernel side counted %+v, want exactly %d calls (succeeding for a query, failing for descriptor -1 or a NULL buffer)", name, c, rounds)
+		}
+	}
+	if rep.Lost.Any() {
+		t.Errorf("lost: %+v", rep.Lost)
+	}
+}
+
+// TestWatchCountsABusyProcessFromItsStart watches a process that is busy
+// making syscalls (so the CPU it runs on remembers it as unwatched): from
+// the watch on, its calls count.
+func TestWatchCountsABusyProcessFromItsStart(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	cmd := exec.Command(bin, "hold", "1234")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("sysloop hold: %q, %v", line, err)
+	}
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sysloop: %v", err)
+	}
+	rep, err := w.Close()
+	if err != nil {
+		t.Fatalf("closing the watch: %v", err)
+	}
+	sys := rep.Syscalls()
+	if c := sys["getppid"]; c.Calls != 1234 || c.OK != 1234 {
+		t.Errorf("getppid: got %+v, want exactly the 1234 calls made after the watch began", c)
+	}
+	if sys["getuid"].Calls == 0 {
+		t.Errorf("getuid: no call counted, though the loop went on for over a second after the watch began")
 	}
 }
 

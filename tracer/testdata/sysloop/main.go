@@ -10,8 +10,13 @@
 //	                   the loop's wall and CPU (user+system) nanoseconds
 //	sysloop io N       N 4 KiB reads of /dev/zero, each written to /dev/null
 //	                   (2N syscalls); prints wall and CPU nanoseconds
-//	sysloop wait MODE  waits for a line on stdin (a go-ahead), then execs
-//	                   itself as "sysloop MODE"
+//	sysloop wait MODE [ARG]  waits for a line on stdin (a go-ahead), then
+//	                   execs itself as "sysloop MODE [ARG]"
+//	sysloop hold N     prints "ready", calls getuid for 1.5 s, then getppid
+//	                   N times: a process busy when a watch begins
+//	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
+//	                   each per round (more distinct syscalls than the
+//	                   tracer's per-CPU hot counters hold)
 //
 // It is static (CGO_ENABLED=0) so it runs in a FROM-scratch image.
 package main
@@ -38,7 +43,7 @@ func main() {
 	case "wait":
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		exe, _ := os.Executable()
-		err := syscall.Exec(exe, []string{exe, os.Args[2]}, os.Environ())
+		err := syscall.Exec(exe, append([]string{exe}, os.Args[2:]...), os.Environ())
 		fmt.Fprintln(os.Stderr, "exec:", err)
 		os.Exit(1)
 	case "seccomp":
@@ -52,6 +57,19 @@ func main() {
 		known()
 	case "known":
 		known()
+	case "hold":
+		n, _ := strconv.Atoi(os.Args[2])
+		runtime.LockOSThread()
+		fmt.Println("ready")
+		for t0 := time.Now(); time.Since(t0) < 1500*time.Millisecond; {
+			unix.Syscall(unix.SYS_GETUID, 0, 0, 0)
+		}
+		for range n {
+			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	case "mix":
+		n, _ := strconv.Atoi(os.Args[2])
+		mix(n)
 	case "loop":
 		n, _ := strconv.Atoi(os.Args[2])
 		measure(func() {
@@ -109,4 +127,37 @@ func known() {
 		unix.Syscall(unix.SYS_ACCT, 0, 0, 0)
 	}
 	unix.Syscall(unix.SYS_UNSHARE, 0, 0, 0)
+}
+
+// mixCalls are cheap queries with harmless arguments that the Go runtime
+// itself does not make, so a test can expect exact counts of each.
+var mixCalls = []struct {
+	nr         uintptr
+	a0, a1, a2 uintptr
+}{
+	{unix.SYS_GETPPID, 0, 0, 0}, {unix.SYS_GETUID, 0, 0, 0}, {unix.SYS_GETEUID, 0, 0, 0},
+	{unix.SYS_GETGID, 0, 0, 0}, {unix.SYS_GETEGID, 0, 0, 0}, {unix.SYS_GETPGRP, 0, 0, 0},
+	{unix.SYS_GETSID, 0, 0, 0}, {unix.SYS_GETPGID, 0, 0, 0}, {unix.SYS_GETGROUPS, 0, 0, 0},
+	{unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, 0, 0}, {unix.SYS_SCHED_GETSCHEDULER, 0, 0, 0},
+	{unix.SYS_SCHED_GET_PRIORITY_MAX, 0, 0, 0}, {unix.SYS_SCHED_GET_PRIORITY_MIN, 0, 0, 0},
+	{unix.SYS_PERSONALITY, 0xffffffff, 0, 0}, {unix.SYS_PRCTL, unix.PR_GET_DUMPABLE, 0, 0},
+	{unix.SYS_IOPRIO_GET, 1, 0, 0}, {unix.SYS_GETCPU, 0, 0, 0}, {unix.SYS_TIMES, 0, 0, 0},
+	{unix.SYS_GETRESUID, 0, 0, 0}, {unix.SYS_GETRESGID, 0, 0, 0}, {unix.SYS_GETITIMER, 0, 0, 0},
+	{unix.SYS_UMASK, 0o22, 0, 0}, {unix.SYS_ALARM, 0, 0, 0}, {unix.SYS_SETNS, ^uintptr(0), 0, 0},
+	{unix.SYS_SYNCFS, ^uintptr(0), 0, 0}, {unix.SYS_FSYNC, ^uintptr(0), 0, 0},
+	{unix.SYS_DUP, ^uintptr(0), 0, 0}, {unix.SYS_CLOSE, ^uintptr(0), 0, 0}, {unix.SYS_FCHDIR, ^uintptr(0), 0, 0},
+	{unix.SYS_FLOCK, ^uintptr(0), 0, 0}, {unix.SYS_FDATASYNC, ^uintptr(0), 0, 0}, {unix.SYS_LISTEN, ^uintptr(0), 0, 0},
+	{unix.SYS_SHUTDOWN, ^uintptr(0), 0, 0}, {unix.SYS_GETSOCKNAME, ^uintptr(0), 0, 0}, {unix.SYS_GETPEERNAME, ^uintptr(0), 0, 0},
+}
+
+// mix makes n rounds of mixCalls on one locked thread; the arguments are
+// queries or bad descriptors, so nothing changes (umask sets 022 back).
+func mix(n int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for range n {
+		for _, c := range mixCalls {
+			unix.Syscall(c.nr, c.a0, c.a1, c.a2)
+		}
+	}
 }
