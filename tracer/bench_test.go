@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkTracerOverhead runs a syscall-heavy workload in a runc sandbox,
@@ -23,9 +24,16 @@ import (
 // wall figure also carries the wait for a core on a busy 2-core host. It
 // reports the ratios of the medians (with/without: the overhead;
 // no-op/without: the kernel's share of it), the syscalls per second the tracer
-// counted and anything lost. `make bench-tracer` runs it once (-benchtime 1x).
+// counted and anything lost. Three workloads: "tree" walks and reads a tree
+// of 512 files as a search through a source tree does (opens, reads,
+// directory listings); "io" copies /dev/zero to /dev/null 4 KiB at a time;
+// "loop" calls getppid, the cheapest syscall, so the tracer's share is the
+// largest it can be. Afterwards one more run of each with BPF run-time
+// statistics on reports what the sys_exit program itself costs per run, for
+// the tracer and for the no-op.
+// `make bench-tracer` runs it once (-benchtime 1x).
 func BenchmarkTracerOverhead(b *testing.B) {
-	for _, wl := range []struct{ mode, n string }{{"io", "200000"}, {"loop", "1000000"}} {
+	for _, wl := range []struct{ mode, n string }{{"tree", "40"}, {"io", "200000"}, {"loop", "1000000"}} {
 		b.Run(wl.mode, func(b *testing.B) {
 			bin := buildSysloop(b)
 			c := startContainer(b, "runc", bin)
@@ -88,6 +96,7 @@ func BenchmarkTracerOverhead(b *testing.B) {
 				lost.Counts += rep.Lost.Counts
 				lost.Capped += rep.Lost.Capped
 			}
+			noopNS, tracerNS := programCost(b, noop, c.pid(b), run)
 			ratio := func(a, b []time.Duration) float64 { return float64(median(a)) / float64(median(b)) }
 			cpuRatio, cpuNoop := ratio(cpus(on), cpus(off)), ratio(cpus(empty), cpus(off))
 			wallRatio, wallNoop := ratio(walls(on), walls(off)), ratio(walls(empty), walls(off))
@@ -96,12 +105,62 @@ func BenchmarkTracerOverhead(b *testing.B) {
 			b.ReportMetric(cpuNoop, "noop-cpu-ratio")
 			b.ReportMetric(float64(calls), "syscalls/s")
 			b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
+			b.ReportMetric(tracerNS, "prog-ns/run")
+			b.ReportMetric(noopNS, "noop-prog-ns/run")
 			b.Logf("%s %s, medians of %d alternating runs: CPU without tracer %s, with a no-op sys_exit program %s, with the tracer %s: "+
-				"CPU overhead %+.1f%% (no-op program alone %+.1f%%); wall overhead %+.1f%% (no-op %+.1f%%); %d syscalls/s seen; lost %+v",
+				"CPU overhead %+.1f%% (no-op program alone %+.1f%%); wall overhead %+.1f%% (no-op %+.1f%%); %d syscalls/s seen; lost %+v; "+
+				"with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the no-op %.0f ns)",
 				wl.mode, wl.n, len(on), median(cpus(off)), median(cpus(empty)), median(cpus(on)),
-				(cpuRatio-1)*100, (cpuNoop-1)*100, (wallRatio-1)*100, (wallNoop-1)*100, calls, lost)
+				(cpuRatio-1)*100, (cpuNoop-1)*100, (wallRatio-1)*100, (wallNoop-1)*100, calls, lost, tracerNS, noopNS)
 		})
 	}
+}
+
+// programCost runs the workload once with the no-op program and once with
+// the tracer, with the kernel's BPF run-time statistics on (which add their
+// own clock reads, so only these runs have them), and returns each sys_exit
+// program's mean nanoseconds per run.
+func programCost(b *testing.B, noop *ebpf.Program, pid int, run func() sample) (noopNS, tracerNS float64) {
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("enabling BPF run-time statistics: %v", err)
+	}
+	defer st.Close()
+	perRun := func(p *ebpf.Program, f func()) float64 {
+		s0, err := p.Stats()
+		if err != nil {
+			b.Fatalf("reading BPF program statistics: %v", err)
+		}
+		f()
+		s1, err := p.Stats()
+		if err != nil {
+			b.Fatalf("reading BPF program statistics: %v", err)
+		}
+		if s1.RunCount == s0.RunCount {
+			b.Fatal("the sys_exit program never ran")
+		}
+		return float64(s1.Runtime-s0.Runtime) / float64(s1.RunCount-s0.RunCount)
+	}
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sys_exit", Program: noop})
+	if err != nil {
+		b.Fatalf("attaching a no-op program to sys_exit: %v", err)
+	}
+	noopNS = perRun(noop, func() { run() })
+	l.Close()
+	tr, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	w, err := tr.Watch(pid, WatchOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tracerNS = perRun(tr.objs.ScSysExit, func() { run() })
+	if _, err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return noopNS, tracerNS
 }
 
 // sample is one workload run: wall time and the CPU time its thread used.

@@ -14,6 +14,11 @@
 //	                   execs itself as "sysloop MODE [ARG]"
 //	sysloop hold N     prints "ready", calls getuid for 1.5 s, then getppid
 //	                   N times: a process busy when a watch begins
+//	sysloop tree N     lays out 512 files of 16 KiB in 16 folders (not
+//	                   timed), then walks and reads the whole tree N times
+//	                   as a search through a source tree would (getdents64,
+//	                   openat, read until EOF, close); prints wall and CPU
+//	                   nanoseconds
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
@@ -70,6 +75,17 @@ func main() {
 	case "mix":
 		n, _ := strconv.Atoi(os.Args[2])
 		mix(n)
+	case "tree":
+		n, _ := strconv.Atoi(os.Args[2])
+		if err := layTree(treeDir); err != nil {
+			fmt.Fprintln(os.Stderr, "tree:", err)
+			os.Exit(1)
+		}
+		measure(func() {
+			for range n {
+				walkTree(treeDir)
+			}
+		})
 	case "loop":
 		n, _ := strconv.Atoi(os.Args[2])
 		measure(func() {
@@ -160,4 +176,73 @@ func mix(n int) {
 			unix.Syscall(c.nr, c.a0, c.a1, c.a2)
 		}
 	}
+}
+
+const treeDir = "/sysloop-tree"
+
+// layTree writes the tree walkTree reads, unless it is there already.
+func layTree(dir string) error {
+	if _, err := os.Stat(dir + "/d15/f31"); err == nil {
+		return nil
+	}
+	data := make([]byte, 16<<10)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	for d := range 16 {
+		sub := fmt.Sprintf("%s/d%02d", dir, d)
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+		for f := range 32 {
+			if err := os.WriteFile(fmt.Sprintf("%s/f%02d", sub, f), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// walkTree reads every file under dir (one level of folders) with raw
+// syscalls, 4 KiB at a time.
+func walkTree(dir string) {
+	top, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(top)
+	buf := make([]byte, 4096)
+	for _, d := range entries(top) {
+		sub, err := unix.Openat(top, d, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue
+		}
+		for _, f := range entries(sub) {
+			fd, err := unix.Openat(sub, f, unix.O_RDONLY, 0)
+			if err != nil {
+				continue
+			}
+			for {
+				if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
+					break
+				}
+			}
+			unix.Close(fd)
+		}
+		unix.Close(sub)
+	}
+}
+
+// entries lists a directory's names (not . and ..) with getdents64.
+func entries(fd int) []string {
+	var names []string
+	buf := make([]byte, 8192)
+	for range 1024 {
+		n, err := unix.ReadDirent(fd, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
+	return names
 }
