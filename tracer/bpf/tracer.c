@@ -297,13 +297,14 @@ static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
 static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
 					  const struct cpu_hot *g, struct cpu_hot *h)
 {
+	/* BTF loads from the trusted pt_regs, no helper calls. */
 	unsigned long a[6];
-	a[0] = BPF_CORE_READ(regs, di);
-	a[1] = BPF_CORE_READ(regs, si);
-	a[2] = BPF_CORE_READ(regs, dx);
-	a[3] = BPF_CORE_READ(regs, r10);
-	a[4] = BPF_CORE_READ(regs, r8);
-	a[5] = BPF_CORE_READ(regs, r9);
+	a[0] = regs->di;
+	a[1] = regs->si;
+	a[2] = regs->dx;
+	a[3] = regs->r10;
+	a[4] = regs->r8;
+	a[5] = regs->r9;
 	const void *addr = 0;
 	u32 addrlen = 0;
 	if (nr == 42) { /* connect(fd, addr, len) */
