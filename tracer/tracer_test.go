@@ -65,6 +65,20 @@ func startInNewPidNS(t *testing.T, bin string, args ...string) (*exec.Cmd, func(
 	return cmd, func() { in.Write([]byte("go\n")); in.Close() }
 }
 
+// finish waits for the watched command to end and returns the watch's final
+// report.
+func finish(t *testing.T, cmd *exec.Cmd, w *Watch) *Report {
+	t.Helper()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sysloop: %v", err)
+	}
+	rep, err := w.Close()
+	if err != nil {
+		t.Fatalf("closing the watch: %v", err)
+	}
+	return rep
+}
+
 func TestKnownSequenceCountsAndErrnos(t *testing.T) {
 	tr := newTracer(t)
 	bin := buildSysloop(t)
@@ -79,13 +93,7 @@ func TestKnownSequenceCountsAndErrnos(t *testing.T) {
 	if err := other.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sysloop: %v", err)
-	}
-	rep, err := w.Close()
-	if err != nil {
-		t.Fatalf("closing the watch: %v", err)
-	}
+	rep := finish(t, cmd, w)
 	sys := rep.Syscalls()
 	if c := sys["getppid"]; c.Calls != 1234 || c.OK != 1234 {
 		t.Errorf("getppid: got %+v, want exactly 1234 successful calls (the host process's 5000 must not count)", c)
@@ -135,13 +143,7 @@ func TestEveryDistinctSyscallCountedExactly(t *testing.T) {
 		t.Fatalf("watching: %v", err)
 	}
 	goAhead()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sysloop: %v", err)
-	}
-	rep, err := w.Close()
-	if err != nil {
-		t.Fatalf("closing the watch: %v", err)
-	}
+	rep := finish(t, cmd, w)
 	sys := rep.Syscalls()
 	// The queries succeed; the calls on descriptor -1 fail with EBADF, and
 	// those given a NULL buffer with EFAULT.
@@ -190,13 +192,7 @@ func TestWatchCountsABusyProcessFromItsStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("watching: %v", err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sysloop: %v", err)
-	}
-	rep, err := w.Close()
-	if err != nil {
-		t.Fatalf("closing the watch: %v", err)
-	}
+	rep := finish(t, cmd, w)
 	sys := rep.Syscalls()
 	if c := sys["getppid"]; c.Calls != 1234 || c.OK != 1234 {
 		t.Errorf("getppid: got %+v, want exactly the 1234 calls made after the watch began", c)
