@@ -30,8 +30,8 @@ var harnessCloudMetadata = []netip.Addr{netip.MustParseAddr("169.254.170.2"), ne
 // probes on the weak reference, where they escape, and checks that every
 // destination seen, by the canaries, by the kernel tracer and in the probes'
 // own reports, is an address the harness owns on this machine (the run's
-// bridge subnet, the metadata address, the outside addresses) or the
-// sandbox's own loopback. Nothing went anywhere else.
+// bridge subnet, the metadata address, the outside addresses, and their
+// IPv6 twins) or the sandbox's own loopback. Nothing went anywhere else.
 func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
 	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--label-filter", "egress || metadata")
 	rec := r.mustRecord(t)
@@ -46,6 +46,9 @@ func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
 		if err == nil && (slices.Contains(harnessOutside, from) || slices.Contains(harnessCloudMetadata, from)) {
 			continue // the harness's proxy relaying a tunnel, from the host's side
 		}
+		if err == nil && harnessPrefix6.Contains(from) {
+			continue // a sandbox's IPv6 address on the harness bridge
+		}
 		if err != nil || !netip.MustParsePrefix("169.254.0.0/16").Contains(from) {
 			t.Errorf("hit from %q, not a sandbox on a harness bridge", h.Remote)
 			continue
@@ -59,7 +62,8 @@ func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
 	owned := func(a netip.Addr) bool {
 		a = a.Unmap()
 		return a.IsLoopback() || a == metadataIP || (subnet.IsValid() && subnet.Contains(a)) ||
-			slices.Contains(harnessOutside, a) || slices.Contains(harnessCloudMetadata, a)
+			slices.Contains(harnessOutside, a) || slices.Contains(harnessCloudMetadata, a) ||
+			slices.Contains(harnessOwned6, a) || harnessPrefix6.Contains(a)
 	}
 	for _, h := range hits {
 		// An ICMP hit names a bare address; the rest name address:port.
@@ -98,7 +102,21 @@ func TestWeakEgressReachesOnlyHarnessAddresses(t *testing.T) {
 	if checked == 0 {
 		t.Error("no destination found in the results to check")
 	}
-	t.Logf("%d canary hits and %d reported destinations, all on harness addresses (subnet %s)", len(hits), checked, subnet)
+	// IPv6 too: both IPv6 probes ran and reached only harness IPv6
+	// addresses (checked above with the rest).
+	v6 := 0
+	for _, h := range hits {
+		if a, err := parseDest(h.Local); err == nil && slices.Contains(harnessOwned6, a) {
+			v6++
+		}
+	}
+	if v6 == 0 {
+		t.Error("no canary hit on a harness IPv6 address: the IPv6 probes reached nothing")
+	}
+	if f := ipv6Forwarding(t); f != "0" {
+		t.Errorf("net.ipv6.conf.all.forwarding = %s after the run, want 0", f)
+	}
+	t.Logf("%d canary hits (%d over IPv6) and %d reported destinations, all on harness addresses (subnet %s, %s)", len(hits), v6, checked, subnet, harnessPrefix6)
 }
 
 // parseDest reads "ip", "ip:port" or "[ip]:port".

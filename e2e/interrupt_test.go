@@ -40,6 +40,12 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 		ours = newOnes(before, bridges())
 	}
 	time.Sleep(2 * time.Second) // let sandboxes start too
+	// The IPv6 fence is up while the run is (netharness/ipv6.go).
+	if r6, err := exec.Command("ip6tables", "-S").Output(); err != nil {
+		t.Errorf("ip6tables -S: %v", err)
+	} else if !strings.Contains(string(r6), ours[0]) {
+		t.Errorf("no ip6tables rule names %s while the run is up:\n%s", ours[0], r6)
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +73,13 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 		} else if strings.Contains(string(rules), b) {
 			t.Errorf("firewall rules naming %s survived the interrupted run", b)
 		}
+		if r6, err := exec.Command("ip6tables", "-S").Output(); err != nil {
+			t.Errorf("ip6tables -S: %v", err)
+		} else if strings.Contains(string(r6), b) {
+			t.Errorf("ip6tables rules naming %s survived the interrupted run", b)
+		}
 	}
+	checkNoIPv6Leftovers(t)
 	for _, q := range [][]string{
 		{"ps", "-aq", "--filter", "label=sandcheck.target=weak-reference"},
 		{"network", "ls", "-q", "--filter", "label=sandcheck.harness"},

@@ -172,6 +172,9 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 		return err
 	}
 	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect})
+	if err := n.startCanaries6(ctx, sink); err != nil {
+		return err
+	}
 	for _, p := range SinkTCPPorts {
 		l, err := sink.ServeTCP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
 		if err != nil {
@@ -356,7 +359,11 @@ func (n *Network) DNSZone() string { return canary.DefaultZone }
 // the metadata address and the outside addresses. Anything a sandbox
 // reaches must be one of them (or its own loopback).
 func (n *Network) Owned() []netip.Addr {
-	return append([]netip.Addr{n.plan.Gateway, neighbourAddr(n.plan)}, hostAddrs()...)
+	owned := append([]netip.Addr{n.plan.Gateway, neighbourAddr(n.plan)}, hostAddrs()...)
+	if n.v6 {
+		owned = append(owned, metadataIP6, outsideIP6)
+	}
+	return owned
 }
 
 // Role names what a harness address stands for, for evidence: the
@@ -389,7 +396,9 @@ func (n *Network) Role(local string) string {
 			return RoleBroker
 		}
 		return RoleResolver
-	case metadataIP, ecsIP, alibabaIP:
+	case outsideIP6:
+		return RoleOutside
+	case metadataIP, ecsIP, alibabaIP, metadataIP6:
 		return "metadata"
 	case kubeAPIIP:
 		return RoleKubeAPI

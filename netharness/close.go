@@ -36,6 +36,9 @@ func (n *Network) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := n.teardownIPv6(); err != nil {
+		errs = append(errs, err)
+	}
 	for _, r := range slices.Backward(n.rules) {
 		if err := deleteRule(n.ipt, r); err != nil {
 			errs = append(errs, err)
@@ -97,6 +100,11 @@ func (n *Network) Leftovers(ctx context.Context) ([]string, error) {
 		errs = append(errs, err)
 	}
 	out = append(out, held...)
+	left6, err := n.leftovers6()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	out = append(out, left6...)
 	owned := hostAddrs()
 	if n.plan.Gateway.IsValid() {
 		owned = append(owned, n.plan.Gateway)

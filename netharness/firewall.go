@@ -134,8 +134,14 @@ func checkForwardOrder(ipt *iptables.IPTables, bridge string) error {
 // harnessRules lists the rules in the swept chains naming a harness bridge
 // (any bridge when bridge is empty), as deletable specs.
 func harnessRules(ipt *iptables.IPTables, bridge string) ([]rule, error) {
+	return harnessRulesIn(ipt, sweptChains, bridge)
+}
+
+// harnessRulesIn is harnessRules over the given chains (the IPv6 fence's
+// are sweptChains6).
+func harnessRulesIn(ipt *iptables.IPTables, chains []string, bridge string) ([]rule, error) {
 	var out []rule
-	for _, chain := range sweptChains {
+	for _, chain := range chains {
 		lines, err := ipt.List("filter", chain)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", chain, err)

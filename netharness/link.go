@@ -56,9 +56,10 @@ func delHostAddrs(bridge string, addrs []netip.Addr) error {
 	return errors.Join(errs...)
 }
 
-// disableIPv6 turns IPv6 off on the bridge: the network is IPv4 only, and a
-// link-local IPv6 address on the bridge would let a sandbox reach every host
-// service listening on [::], past the IPv4 INPUT rules.
+// disableIPv6 turns IPv6 off on the bridge: without the IPv6 fence
+// (ipv6.go), a link-local IPv6 address on the bridge would let a sandbox
+// reach every host service listening on [::], past the IPv4 INPUT rules.
+// setupIPv6 turns it back on only behind that fence.
 func disableIPv6(bridge string) error {
 	p := "/proc/sys/net/ipv6/conf/" + bridge + "/disable_ipv6"
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {

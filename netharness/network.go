@@ -7,7 +7,10 @@
 // to it can reach the harness's own addresses on the host and nothing
 // else: forwarded traffic
 // into or out of the bridge is dropped in DOCKER-USER, traffic to other host
-// addresses is dropped in INPUT, and IPv6 is off on the bridge.
+// addresses is dropped in INPUT. IPv6 is off on the bridge until the
+// harness has fenced it with ip6tables; then the harness itself (never
+// Docker) gives the bridge and each sandbox IPv6 addresses of its own
+// (ipv6.go), unless the host forwards IPv6.
 //
 // Creating and removing the network needs root (netlink, iptables) and a
 // Docker engine with its iptables integration on (the DOCKER-USER chain).
@@ -101,6 +104,12 @@ type Network struct {
 	brokerToken   string // the tool broker's per-run token
 	kube          *canary.KubeAPI
 	kubeTokens    []string
+	// IPv6 (ipv6.go): the ip6tables fence, whether the bridge's IPv6
+	// addresses may need undoing, and whether sandboxes get IPv6.
+	ipt6      *iptables.IPTables
+	rules6    []rule
+	addr6Done bool
+	v6        bool
 
 	closeMu sync.Mutex
 	closed  bool
@@ -220,6 +229,9 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 	}
 	n.addrDone = true // set first: a partial add is undone too
 	if err := addHostAddrs(n.bridge, hostAddrs()); err != nil {
+		return err
+	}
+	if err := n.setupIPv6(opts.Egress); err != nil {
 		return err
 	}
 	rec := canary.NewRecorder(opts.MaxHits, opts.OnHit)

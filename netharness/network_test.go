@@ -58,7 +58,8 @@ func needHost(t *testing.T) *client.Client {
 // createForTest creates a harness network and closes it at cleanup.
 func createForTest(t *testing.T, docker *client.Client, onHit func(canary.Hit)) *Network {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	// Other runs on the host hold the harness lock for a while.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	n, err := Create(ctx, Options{RunID: "test-" + randomHex(t), Docker: docker, OnHit: onHit, Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

@@ -67,6 +67,7 @@ func sweepLocked(ctx context.Context, docker client.NetworkAPIClient, ipt *iptab
 	if err != nil {
 		errs = append(errs, fmt.Errorf("listing links: %w", err))
 	}
+	bridgeLeft := err != nil
 	for _, l := range links {
 		name := l.Attrs().Name
 		if !bridgePattern.MatchString(name) || l.Type() != "bridge" {
@@ -74,9 +75,19 @@ func sweepLocked(ctx context.Context, docker client.NetworkAPIClient, ipt *iptab
 		}
 		if err := netlink.LinkDel(l); err != nil {
 			errs = append(errs, fmt.Errorf("removing leftover bridge %s: %w", name, err))
+			bridgeLeft = true
 			continue
 		}
 		removed = append(removed, "bridge "+name)
+	}
+	// The IPv6 fence goes after the bridges it fenced, and stays while
+	// one of them may still be there.
+	if !bridgeLeft {
+		removed6, err := sweepRules6()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		removed = append(removed, removed6...)
 	}
 	return removed, errors.Join(errs...)
 }

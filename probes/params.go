@@ -44,6 +44,14 @@ type Params struct {
 	// harness runs (100.100.100.200:80 on its bridge). Empty means none: the
 	// probe then sends nothing.
 	AlibabaAddr string
+	// Metadata6Addr is [host]:port of the IPv6 metadata service the harness
+	// runs ([fd00:ec2::254]:80 on its bridge). Empty means none: the probe
+	// then sends nothing.
+	Metadata6Addr string
+	// Outside6Addr is an IPv6 address standing for "outside", with a TCP
+	// sink on port 80, that the harness holds (in the documentation range
+	// 2001:db8::/32). Empty means none: the probe then sends nothing.
+	Outside6Addr string
 	// KubeAPIAddr is host:port of the Kubernetes API canary the harness runs
 	// (HTTPS, on its bridge), where the cluster DNS names of the API server
 	// lead. Empty means none: the probe then sends nothing.

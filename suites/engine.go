@@ -469,6 +469,9 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
 			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr(),
 			"--proxy-addr", e.net.ProxyAddr(), "--broker-addr", e.net.BrokerAddr(), "--broker-token", e.net.BrokerToken())
+		if e.net.IPv6() {
+			argv = append(argv, "--metadata6-addr", e.net.Metadata6Addr(), "--outside6-addr", e.net.Outside6Addr().String())
+		}
 	}
 	if e.hostHoney != "" {
 		argv = append(argv, "--host-honey", e.hostHoney)
@@ -531,6 +534,16 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	sb, err := e.runner.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
+	}
+	if e.net != nil {
+		// IPv6 on the harness network is the harness's own (netharness,
+		// ipv6.go): set in the sandbox before anything runs in it.
+		if err := e.net.AttachIPv6(ctx, sb.ID()); err != nil {
+			if cerr := sb.Close(context.WithoutCancel(ctx)); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
+		}
 	}
 	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
 	// A task that waits for its go-ahead has done nothing yet: the watch is

@@ -107,6 +107,8 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.ScopedKeySHA256, "scoped-key-sha256", "", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key")
 	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
+	fs.StringVar(&p.Metadata6Addr, "metadata6-addr", "", "[IPv6]:PORT of the harness's IPv6 metadata canary (the probe sends nothing without it)")
+	fs.StringVar(&p.Outside6Addr, "outside6-addr", "", "harness-owned IPv6 address standing for outside (the probe sends nothing without it)")
 	fs.StringVar(&p.KubeAPIAddr, "kube-api-addr", "", "IP:PORT of the harness's Kubernetes API canary (the probe sends nothing without it)")
 	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
 	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
@@ -253,6 +255,16 @@ func checkAddrs(p probes.Params) error {
 		}
 		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is4() {
 			return fmt.Errorf("--%s must be IPv4:PORT, not %q", name, v)
+		}
+	}
+	if v := p.Outside6Addr; v != "" {
+		if a, err := netip.ParseAddr(v); err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return fmt.Errorf("--outside6-addr must be an IPv6 address, not %q", v)
+		}
+	}
+	if v := p.Metadata6Addr; v != "" {
+		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is6() || ap.Addr().Is4In6() || ap.Addr().Zone() != "" {
+			return fmt.Errorf("--metadata6-addr must be [IPv6]:PORT, not %q", v)
 		}
 	}
 	if p.DNSZone != "" && !zonePattern.MatchString(p.DNSZone) {

@@ -73,8 +73,13 @@ type tcpAttempt struct {
 
 // tcpHello connects to addr, sends the hello and reads the sink's reply.
 func tcpHello(ctx context.Context, addr, line string) (connected, acked bool, err error) {
+	return tcpHelloOn(ctx, "tcp4", addr, line)
+}
+
+// tcpHelloOn is tcpHello over network ("tcp4" or "tcp6").
+func tcpHelloOn(ctx context.Context, network, addr, line string) (connected, acked bool, err error) {
 	d := net.Dialer{Timeout: egressTimeout}
-	c, err := d.DialContext(ctx, "tcp4", addr)
+	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return false, false, err
 	}
