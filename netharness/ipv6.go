@@ -146,8 +146,8 @@ func forwardRules6(bridge string) []rule {
 	}
 }
 
-// inputRules6 let IPv6 from the bridge reach only the harness's own IPv6
-// addresses, and only under the open profile; every other profile grants
+// inputRules6 let IPv6 from the bridge, from the sandboxes' prefix, reach
+// only the harness's own IPv6 addresses, and only under the open profile; every other profile grants
 // no IPv6 destination (its resolver and services are IPv4), rejecting TCP
 // and UDP at once as its IPv4 rules do. Neighbour solicitations and
 // advertisements (hop limit 255, so only from the bridge's own link) are
@@ -159,14 +159,18 @@ func inputRules6(bridge, egress string) []rule {
 	for _, t := range []string{"neighbour-solicitation", "neighbour-advertisement"} {
 		rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-p", "ipv6-icmp", "-m", "icmp6", "--icmpv6-type", t, "-m", "hl", "--hl-eq", "255", "-j", "ACCEPT"}})
 	}
+	// Only from the sandboxes' own prefix: IPv6 has no rp_filter, and a
+	// packet with a forged source (an address of the host's own network)
+	// would otherwise draw an answer from the host that leaves the machine.
+	src := v6Prefix.String()
 	if egress == "" || egress == "open" {
 		for _, a := range []netip.Addr{metadataIP6, outsideIP6} {
-			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-d", a.String() + "/128", "-j", "ACCEPT"}})
+			rules = append(rules, rule{"INPUT", []string{"-i", bridge, "-s", src, "-d", a.String() + "/128", "-j", "ACCEPT"}})
 		}
 	} else {
 		rules = append(rules,
-			rule{"INPUT", []string{"-i", bridge, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}},
-			rule{"INPUT", []string{"-i", bridge, "-p", "udp", "-j", "REJECT", "--reject-with", "icmp6-port-unreachable"}})
+			rule{"INPUT", []string{"-i", bridge, "-s", src, "-p", "tcp", "-j", "REJECT", "--reject-with", "tcp-reset"}},
+			rule{"INPUT", []string{"-i", bridge, "-s", src, "-p", "udp", "-j", "REJECT", "--reject-with", "icmp6-port-unreachable"}})
 	}
 	return append(rules, rule{"INPUT", []string{"-i", bridge, "-j", "DROP"}})
 }

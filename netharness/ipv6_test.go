@@ -63,6 +63,13 @@ func TestIPv6Layout(t *testing.T) {
 			t.Errorf("%s: last INPUT rule %s, want the drop", name, last)
 		}
 		for _, r := range rules {
+			// Every rule that can draw an answer to a routable source
+			// takes only the sandboxes' prefix (no forged sources).
+			if (slices.Contains(r.spec, "ACCEPT") && !slices.Contains(r.spec, "ipv6-icmp")) || slices.Contains(r.spec, "REJECT") {
+				if i := slices.Index(r.spec, "-s"); i < 0 || r.spec[i+1] != v6Prefix.String() {
+					t.Errorf("%s: %s takes any source", name, r)
+				}
+			}
 			if slices.Contains(r.spec, "-d") && name != "open" {
 				t.Errorf("%s grants an IPv6 destination: %s", name, r)
 			}

@@ -37,8 +37,8 @@ func TestSweepRemovesDeadRun(t *testing.T) {
 		t.Errorf("Sweep removed %q, want the network %s among them", removed, n.Name())
 	}
 	rules := slices.DeleteFunc(slices.Clone(removed), func(s string) bool { return !strings.Contains(s, n.Bridge()) })
-	if len(rules) != len(n.rules) {
-		t.Errorf("Sweep removed rules %q, want the %d rules naming %s", rules, len(n.rules), n.Bridge())
+	if len(rules) != len(n.rules)+len(n.rules6) {
+		t.Errorf("Sweep removed rules %q, want the %d rules naming %s", rules, len(n.rules)+len(n.rules6), n.Bridge())
 	}
 	checkGone(t, docker, n)
 }
@@ -67,6 +67,9 @@ func TestLockExcludesSecondRun(t *testing.T) {
 	// The docker network, the bridge, every rule, every address and every
 	// socket of the canaries.
 	want := 2 + len(n.rules) + len(hostAddrs()) + 1 // the metadata canary
+	if n.IPv6() {
+		want += len(n.rules6) + len(hostAddrs6()) // the IPv6 fence and addresses
+	}
 	if n.neighbourLink != "" {
 		want++ // the neighbour's veth end on the bridge
 	}
