@@ -1,12 +1,9 @@
 package netharness
 
 import (
-	"bufio"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -431,86 +428,6 @@ func configureSandbox6(v4, addr netip.Addr) error {
 	return nil
 }
 
-// harnessListeners6 describes every TCP listener and UDP socket bound to
-// one of addrs, from /proc/net/tcp6 and udp6 (never by connecting).
-func harnessListeners6(addrs []netip.Addr) ([]string, error) {
-	var out []string
-	for _, proto := range []string{"tcp6", "udp6"} {
-		f, err := os.Open("/proc/net/" + proto)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // no IPv6 in this kernel
-		}
-		if err != nil {
-			return out, fmt.Errorf("reading /proc/net/%s: %w", proto, err)
-		}
-		found, err := boundTo6(f, addrs, proto == "tcp6")
-		f.Close()
-		if err != nil {
-			return out, err
-		}
-		for _, ap := range found {
-			out = append(out, fmt.Sprintf("%s listener on %s", proto, ap))
-		}
-	}
-	return out, nil
-}
-
-// boundTo6 scans /proc/net/{tcp6,udp6} content for local addresses in
-// addrs. Addresses there are 32 hex digits: four 32-bit words, each in host
-// (little-endian) byte order.
-func boundTo6(r io.Reader, addrs []netip.Addr, listenOnly bool) ([]netip.AddrPort, error) {
-	var out []netip.AddrPort
-	sc := bufio.NewScanner(io.LimitReader(r, 64<<20))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 4 || (listenOnly && f[3] != "0A") {
-			continue
-		}
-		ipHex, portHex, ok := strings.Cut(f[1], ":")
-		if !ok || len(ipHex) != 32 {
-			continue
-		}
-		raw, err1 := hex.DecodeString(ipHex)
-		port, err2 := strconv.ParseUint(portHex, 16, 16)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		var b [16]byte
-		for w := 0; w < 4; w++ {
-			for i := 0; i < 4; i++ {
-				b[w*4+i] = raw[w*4+3-i]
-			}
-		}
-		ip := netip.AddrFrom16(b)
-		if slices.Contains(addrs, ip) {
-			out = append(out, netip.AddrPortFrom(ip, uint16(port)))
-		}
-	}
-	return out, sc.Err()
-}
-
-// linksHolding6 describes, as "address A on LINK", every link carrying one
-// of the harness's IPv6 addresses.
-func linksHolding6() ([]string, error) {
-	all, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V6) })
-	if err != nil {
-		return nil, fmt.Errorf("listing IPv6 addresses: %w", err)
-	}
-	var out []string
-	for _, a := range all {
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok || !slices.Contains(hostAddrs6(), ip) {
-			continue
-		}
-		name := fmt.Sprint(a.LinkIndex)
-		if l, err := netlink.LinkByIndex(a.LinkIndex); err == nil {
-			name = l.Attrs().Name
-		}
-		out = append(out, fmt.Sprintf("address %s on %s", ip, name))
-	}
-	return out, nil
-}
-
 // leftovers6 lists what of the IPv6 side still exists: ip6tables rules
 // naming the bridge, the harness's IPv6 addresses on any link, listeners
 // on them.
@@ -533,12 +450,12 @@ func (n *Network) leftovers6() ([]string, error) {
 			out = append(out, "ip6tables rule "+r.String())
 		}
 	}
-	held, err := linksHolding6()
+	held, err := linksHolding(hostAddrs6())
 	if err != nil {
 		errs = append(errs, err)
 	}
 	out = append(out, held...)
-	listeners, err := harnessListeners6([]netip.Addr{metadataIP6, outsideIP6, v6Gateway})
+	listeners, err := harnessListeners(hostAddrs6())
 	if err != nil {
 		errs = append(errs, err)
 	}

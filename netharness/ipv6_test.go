@@ -1,10 +1,7 @@
 package netharness
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -15,8 +12,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-iptables/iptables"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -30,12 +25,12 @@ func TestBoundTo6(t *testing.T) {
    3: 00000000000000000000000001000000:0035 00000000000000000000000000000000:0000 0A
    4: garbage
 `
-	got, err := boundTo6(strings.NewReader(proc), []netip.Addr{metadataIP6, outsideIP6}, false)
+	got, err := boundTo(strings.NewReader(proc), []netip.Addr{metadataIP6, outsideIP6}, false)
 	want := []netip.AddrPort{netip.MustParseAddrPort("[fd00:ec2::254]:80"), netip.MustParseAddrPort("[2001:db8::10]:80")}
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("boundTo6 = %v (err %v), want %v", got, err, want)
 	}
-	got, _ = boundTo6(strings.NewReader(proc), []netip.Addr{metadataIP6, outsideIP6}, true)
+	got, _ = boundTo(strings.NewReader(proc), []netip.Addr{metadataIP6, outsideIP6}, true)
 	if !slices.Equal(got, want[:1]) {
 		t.Errorf("boundTo6 listening only = %v, want %v", got, want[:1])
 	}
@@ -115,7 +110,7 @@ func TestIPv6Fence(t *testing.T) {
 			t.Errorf("bridge %s = %q (err %v), want %s", kv[0], b, err, kv[1])
 		}
 	}
-	if l, err := harnessListeners6([]netip.Addr{metadataIP6, outsideIP6}); err != nil || !slices.Contains(l, "tcp6 listener on [fd00:ec2::254]:80") || !slices.Contains(l, "tcp6 listener on [2001:db8::10]:80") {
+	if l, err := harnessListeners([]netip.Addr{metadataIP6, outsideIP6}); err != nil || !slices.Contains(l, "tcp6 listener on [fd00:ec2::254]:80") || !slices.Contains(l, "tcp6 listener on [2001:db8::10]:80") {
 		t.Errorf("IPv6 listeners %q (err %v)", l, err)
 	}
 	// A listener on the gateway's IPv6 address: a harness address, but not
@@ -180,43 +175,13 @@ func TestIPv6Fence(t *testing.T) {
 	}
 }
 
-// runAttached6 starts a container on the network, gives it IPv6 as the
-// engine does (AttachIPv6), and returns its output.
+// runAttached6 is runShell giving the container IPv6 as the engine does
+// (AttachIPv6) once it runs.
 func runAttached6(t *testing.T, docker *client.Client, n *Network, runtime, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	created, err := docker.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Image:      testImage,
-		Config:     &container.Config{Cmd: []string{"sh", "-c", script}, Labels: map[string]string{"sandcheck.test": "netharness"}},
-		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(n.Name()), DNS: []netip.Addr{n.Gateway()}, Runtime: runtime},
+	return runShellThen(t, docker, n, runtime, script, func(ctx context.Context, id string) {
+		if err := n.AttachIPv6(ctx, id); err != nil {
+			t.Errorf("AttachIPv6: %v", err)
+		}
 	})
-	if err != nil {
-		t.Fatalf("creating container: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		docker.ContainerRemove(ctx, created.ID, client.ContainerRemoveOptions{Force: true})
-	})
-	wait := docker.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := docker.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatalf("starting container: %v", err)
-	}
-	if err := n.AttachIPv6(ctx, created.ID); err != nil {
-		t.Fatalf("AttachIPv6: %v", err)
-	}
-	select {
-	case <-wait.Result:
-	case err := <-wait.Error:
-		t.Fatalf("waiting for container: %v", err)
-	}
-	logs, err := docker.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		t.Fatalf("reading logs: %v", err)
-	}
-	defer logs.Close()
-	var stdout, stderr bytes.Buffer
-	stdcopy.StdCopy(&stdout, &stderr, io.LimitReader(logs, 1<<20))
-	return fmt.Sprintf("%s\n%s", stdout.String(), stderr.String())
 }

@@ -2,6 +2,7 @@ package netharness
 
 import (
 	"bufio"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,20 @@ func delHostAddrs(bridge string, addrs []netip.Addr) error {
 	return errors.Join(errs...)
 }
 
+// strictReversePath turns strict reverse-path filtering on for the bridge
+// alone: a packet from a sandbox whose source address the host would not
+// route back through the bridge (a forged address of the host's own
+// network) is dropped, so it cannot draw an answer from a canary that
+// would leave the machine. (The kernel uses the larger of the "all" and
+// the bridge's value.)
+func strictReversePath(bridge string) error {
+	p := "/proc/sys/net/ipv4/conf/" + bridge + "/rp_filter"
+	if err := os.WriteFile(p, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("setting strict reverse-path filtering on %s: %w", bridge, err)
+	}
+	return nil
+}
+
 // disableIPv6 turns IPv6 off on the bridge: without the IPv6 fence
 // (ipv6.go), a link-local IPv6 address on the bridge would let a sandbox
 // reach every host service listening on [::], past the IPv4 INPUT rules.
@@ -95,7 +110,7 @@ func linksHoldingMetadata() ([]string, error) {
 // linksHolding describes, as "address A on LINK", every link carrying one
 // of addrs.
 func linksHolding(addrs []netip.Addr) ([]string, error) {
-	all, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
+	all, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses: %w", err)
 	}
@@ -132,12 +147,15 @@ func metadataListening() (bool, error) {
 // (never by connecting). A raw socket's "port" there is its protocol.
 func harnessListeners(addrs []netip.Addr) ([]string, error) {
 	var out []string
-	for _, proto := range []string{"tcp", "udp", "raw"} {
+	for _, proto := range []string{"tcp", "udp", "raw", "tcp6", "udp6"} {
 		f, err := os.Open("/proc/net/" + proto)
+		if errors.Is(err, os.ErrNotExist) && strings.HasSuffix(proto, "6") {
+			continue // no IPv6 in this kernel
+		}
 		if err != nil {
 			return out, fmt.Errorf("reading /proc/net/%s: %w", proto, err)
 		}
-		found, err := boundTo(f, addrs, proto == "tcp")
+		found, err := boundTo(f, addrs, proto == "tcp" || proto == "tcp6")
 		f.Close()
 		if err != nil {
 			return out, err
@@ -149,9 +167,8 @@ func harnessListeners(addrs []netip.Addr) ([]string, error) {
 	return out, nil
 }
 
-// boundTo scans /proc/net/{tcp,udp} content for local addresses in addrs
-// (only listening sockets when listenOnly). Addresses there are hex, the
-// IPv4 address in host (little-endian) byte order.
+// boundTo scans /proc/net/{tcp,udp,raw}[6] content for local addresses in
+// addrs (only listening sockets when listenOnly).
 func boundTo(r io.Reader, addrs []netip.Addr, listenOnly bool) ([]netip.AddrPort, error) {
 	var out []netip.AddrPort
 	sc := bufio.NewScanner(io.LimitReader(r, 64<<20))
@@ -161,20 +178,34 @@ func boundTo(r io.Reader, addrs []netip.Addr, listenOnly bool) ([]netip.AddrPort
 			continue
 		}
 		ipHex, portHex, ok := strings.Cut(f[1], ":")
-		if !ok || len(ipHex) != 8 {
+		ip, okIP := procAddr(ipHex)
+		port, err := strconv.ParseUint(portHex, 16, 16)
+		if !ok || !okIP || err != nil {
 			continue
 		}
-		v, err1 := strconv.ParseUint(ipHex, 16, 32)
-		port, err2 := strconv.ParseUint(portHex, 16, 16)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		ip := netip.AddrFrom4([4]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
 		if slices.Contains(addrs, ip) {
 			out = append(out, netip.AddrPortFrom(ip, uint16(port)))
 		}
 	}
 	return out, sc.Err()
+}
+
+// procAddr reads an address as /proc/net shows it: 8 hex digits (IPv4) or
+// 32 (IPv6, four 32-bit words), each 32-bit word in host (little-endian)
+// byte order.
+func procAddr(h string) (netip.Addr, bool) {
+	if len(h) != 8 && len(h) != 32 {
+		return netip.Addr{}, false
+	}
+	raw, err := hex.DecodeString(h)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for w := 0; w < len(raw); w += 4 {
+		raw[w], raw[w+1], raw[w+2], raw[w+3] = raw[w+3], raw[w+2], raw[w+1], raw[w]
+	}
+	ip, _ := netip.AddrFromSlice(raw)
+	return ip, true
 }
 
 // listensOn scans /proc/net/tcp content; addresses there are hex, the IPv4

@@ -213,6 +213,9 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 	if err := disableIPv6(n.bridge); err != nil {
 		return err
 	}
+	if err := strictReversePath(n.bridge); err != nil {
+		return err
+	}
 	if err := checkForwardOrder(n.ipt, n.bridge); err != nil {
 		return err
 	}

@@ -212,6 +212,9 @@ func checkLayout(t *testing.T, docker *client.Client, n *Network) {
 		t.Errorf("INPUT = %q lacks the catch-all drop for %s", input, n.Bridge())
 	}
 	v6, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + n.Bridge() + "/disable_ipv6")
+	if rp, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + n.Bridge() + "/rp_filter"); err != nil || string(bytes.TrimSpace(rp)) != "1" {
+		t.Errorf("rp_filter on %s = %q (err %v), want 1 (strict)", n.Bridge(), rp, err)
+	}
 	// IPv6 is on only behind the harness's own fence (TestIPv6Fence).
 	if err == nil && string(bytes.TrimSpace(v6)) != "1" && (!n.IPv6() || len(n.rules6) == 0) {
 		t.Errorf("IPv6 is on for %s without the IPv6 fence", n.Bridge())
@@ -230,6 +233,13 @@ func runProbe(t *testing.T, docker *client.Client, n *Network, runtime, token st
 // runShell runs script with sh -c in a container on the network and returns
 // what it printed; the container must exit 0.
 func runShell(t *testing.T, docker *client.Client, n *Network, runtime, script string) string {
+	t.Helper()
+	return runShellThen(t, docker, n, runtime, script, nil)
+}
+
+// runShellThen is runShell calling started (if set) with the container's ID
+// once it runs.
+func runShellThen(t *testing.T, docker *client.Client, n *Network, runtime, script string, started func(ctx context.Context, id string)) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -258,6 +268,9 @@ func runShell(t *testing.T, docker *client.Client, n *Network, runtime, script s
 	wait := docker.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := docker.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		t.Fatalf("starting container: %v", err)
+	}
+	if started != nil {
+		started(ctx, created.ID)
 	}
 	var code int64
 	select {

@@ -2,12 +2,9 @@ package impl
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/sandcheck/sandcheck/probes"
 )
@@ -35,25 +32,7 @@ func imdsIPv6(ctx context.Context, p probes.Params) probes.Result {
 	}
 	q := p
 	q.MetadataAddr = ap.String()
-	m := newMDClient(q, "metadata.aws-imds-ipv6")
-	status, token, err := m.do(ctx, http.MethodPut, imdsTokenPath, map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "21600"})
-	if err != nil {
-		return m.unreached(err, e)
-	}
-	e.set("addr", m.addr)
-	e.setInt("token_status", status)
-	hdr := map[string]string{}
-	if token = strings.TrimSpace(token); status == http.StatusOK && token != "" && len(token) <= 512 && headerSafe(token) == token {
-		hdr["X-aws-ec2-metadata-token"] = token
-	}
-	st, body, err := m.do(ctx, http.MethodGet, imdsCredsPath, hdr)
-	if err != nil {
-		e.setErr("list_", err)
-	} else {
-		e.setInt("status", st)
-		m.fetchCredentials(ctx, st, body, hdr, e)
-	}
-	return escaped(fmt.Sprintf("the IPv6 metadata address answered HTTP %d to an IMDSv2 token request", status), e)
+	return imdsV2With(ctx, newMDClient(q, "metadata.aws-imds-ipv6"), e, "the IPv6 metadata address")
 }
 
 // egressIPv6 opens a TCP connection over IPv6 to the outside address the

@@ -174,8 +174,11 @@ func imdsV1(ctx context.Context, p probes.Params) probes.Result {
 // limit that protects against SSRF does not stop code with its own sockets
 // when the box shares the host's network path.
 func imdsV2(ctx context.Context, p probes.Params) probes.Result {
-	m := newMDClient(p, "metadata.aws-imdsv2")
-	e := ev{}
+	return imdsV2With(ctx, newMDClient(p, "metadata.aws-imdsv2"), ev{}, "the metadata address")
+}
+
+// imdsV2With is imdsV2 through m, naming the address as where.
+func imdsV2With(ctx context.Context, m *mdClient, e ev, where string) probes.Result {
 	status, token, err := m.do(ctx, http.MethodPut, imdsTokenPath,
 		map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "21600"})
 	if err != nil {
@@ -194,7 +197,7 @@ func imdsV2(ctx context.Context, p probes.Params) probes.Result {
 			m.fetchCredentials(ctx, st, body, hdr, e)
 		}
 	}
-	return escaped(fmt.Sprintf("the metadata address answered HTTP %d to an IMDSv2 token request", status), e)
+	return escaped(fmt.Sprintf("%s answered HTTP %d to an IMDSv2 token request", where, status), e)
 }
 
 // fetchCredentials follows a role listing to the role's credentials and
