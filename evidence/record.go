@@ -25,6 +25,9 @@ const (
 	// SourceOutput is the host's view of the output release path (what the
 	// output gate read and released).
 	SourceOutput = "output"
+	// SourceInputs is the host's check of the inputs folder it planted
+	// (what a task proved it read, whether the folder changed).
+	SourceInputs = "inputs"
 )
 
 // Record is one run.
@@ -80,6 +83,19 @@ type Target struct {
 	// Egress is the egress profile the target declares, or the one its
 	// network implies (none, mirror-only, broker-only, proxy-only, open).
 	Egress string `json:"egress,omitempty"`
+	// Inputs is the inputs folder the harness made for the run and bound
+	// into every sandbox (nil: the target declares none).
+	Inputs *TargetInputs `json:"inputs,omitempty"`
+}
+
+// TargetInputs is the harness's bind of the run's inputs folder: the host
+// folder (Source) it filled, where the sandbox sees it (Path) and whether
+// it is read-only. The policy does not count that bind, read-only, as a
+// host mount.
+type TargetInputs struct {
+	Path     string `json:"path"`
+	Source   string `json:"source"`
+	ReadOnly bool   `json:"read_only"`
 }
 
 // Image is the sandbox image.

@@ -50,7 +50,9 @@ func hardenedRecord() *evidence.Record {
 			Evidence:  []evidence.Item{{Source: evidence.SourceProbe, Kind: "errno", Summary: "EPERM"}},
 		}
 		for _, h := range s.Host {
-			r.Evidence = append(r.Evidence, hostItem(h, probes.Blocked))
+			// The host confirms what the profile expects: an attempt
+			// blocked, a workload (workload.read-inputs) through.
+			r.Evidence = append(r.Evidence, hostItem(h, s.Expected(testProfile)))
 		}
 		rec.Results = append(rec.Results, r)
 	}

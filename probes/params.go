@@ -99,6 +99,10 @@ type Params struct {
 	// task's output (empty: none); the output probes plant their artifacts
 	// there.
 	OutputDir string
+	// InputsDir is the folder inside the sandbox the target declares for the
+	// task's inputs (empty: none); the harness filled it with files only it
+	// knows the content of.
+	InputsDir string
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

@@ -43,6 +43,7 @@ type Engine struct {
 	grader *policies.Grader
 	trace  *runTrace   // the eBPF tracer's part of the run (suites/trace.go)
 	out    *outputPath // the target's output release path (suites/output.go)
+	in     *inputsPath // the target's inputs folder (suites/inputs.go)
 
 	// The other host-side canaries (honey_canary.go).
 	proc      *canaryProc  // the canary process on the host
@@ -154,6 +155,9 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	if err := e.setupOutput(&dcfg); err != nil {
+		return nil, err
+	}
+	if err := e.setupInputs(&dcfg); err != nil {
 		return nil, err
 	}
 	dcfg.Env = e.creds.expandEnv(tg.Docker.Env)
@@ -480,6 +484,7 @@ func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []s
 		argv = append(argv, "--marker", marker, "--phase", phase)
 	}
 	argv = append(argv, e.outputArgs(ids)...)
+	argv = append(argv, e.inputsArgs()...)
 	return append(argv, ids...)
 }
 

@@ -35,12 +35,14 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 				continue
 			}
 			if s.view != nil {
-				if it, ok := runtimeFact(strings.TrimPrefix(h, "runtime:"), spec, s.view); ok {
+				if it, ok := runtimeFact(strings.TrimPrefix(h, "runtime:"), spec, e.viewForFacts(h, s.view)); ok {
 					items = append(items, it)
 				}
 			}
 		case strings.HasPrefix(h, "canary:"):
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
+		case h == "inputs:read" || h == "inputs:intact":
+			items = append(items, e.inputsEvidence(h, token, self))
 		case h == "output:release":
 			items = append(items, e.outputEvidence(spec, token)...)
 		case h == "honeytoken":

@@ -148,6 +148,9 @@ func (v *validator) check(t *Target) {
 	if t.Output != nil {
 		v.checkOutput(t.Output)
 	}
+	if t.Inputs != nil {
+		v.checkInputs(t.Inputs, t.Output)
+	}
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {
@@ -157,6 +160,9 @@ func (v *validator) check(t *Target) {
 		v.checkDocker(t.Docker)
 		if t.Output != nil {
 			v.checkOutputClash(t.Output, t.Docker)
+		}
+		if t.Inputs != nil {
+			v.checkInputsClash(t.Inputs, t.Docker)
 		}
 	case "":
 		v.add("$.runner", "is required")

@@ -29,6 +29,9 @@ type Target struct {
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`
+	// Inputs declares the folder the platform hands the task its inputs in
+	// (nil: the target declares none).
+	Inputs *Inputs `yaml:"inputs,omitempty"`
 
 	// Path is the file the target was read from (set by Load).
 	Path string `yaml:"-"`

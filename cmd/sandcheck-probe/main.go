@@ -45,6 +45,7 @@ const usage = `usage:
                       [--broker-addr IP:PORT] [--broker-token T]
                       [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
                       [--output-dir DIR [--pack-output [--pack-max-files N] [--pack-max-file-bytes N] [--pack-max-total-bytes N]]]
+                      [--inputs-dir DIR]
                       ID [ID...]
   sandcheck-probe list
   sandcheck-probe hold [--max 30m]
@@ -118,6 +119,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&p.DoTAddr, "dot-addr", "", "IP:PORT of the harness's DNS-over-TLS canary")
 	fs.StringVar(&p.DoHAddr, "doh-addr", "", "IP:PORT of the harness's DNS-over-HTTPS canary")
 	fs.StringVar(&p.OutputDir, "output-dir", "", "the target's output folder (output probes plant their artifacts there)")
+	fs.StringVar(&p.InputsDir, "inputs-dir", "", "the target's inputs folder (the inputs probes read and try to change it)")
 	var pack bool
 	var packLim impl.PackLimits
 	fs.BoolVar(&pack, "pack-output", false, "after the probes, write the output folder as a framed base64 tar stream on stderr (the gated release)")
@@ -143,6 +145,10 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	}
 	if p.HostHoney != "" && (!hostPathPattern.MatchString(p.HostHoney) || path.Clean(p.HostHoney) != p.HostHoney) {
 		fmt.Fprintf(stderr, "sandcheck-probe: --host-honey must be a clean absolute path, not %q\n", p.HostHoney)
+		return 2
+	}
+	if p.InputsDir != "" && (!filepath.IsAbs(p.InputsDir) || filepath.Clean(p.InputsDir) != p.InputsDir) {
+		fmt.Fprintf(stderr, "sandcheck-probe: --inputs-dir must be a clean absolute path, not %q\n", p.InputsDir)
 		return 2
 	}
 	if err := checkAddrs(p); err != nil {

@@ -57,10 +57,22 @@ probe_mount(m) if {
 	m.read_only == true
 }
 
+# inputs_mount is the harness's own read-only bind of the run's inputs
+# folder (the record's target.inputs): the platform handing the task its
+# inputs, not a host path leaking in. A writable one still counts.
+inputs_mount(m) if {
+	i := input.target.inputs
+	m.destination == i.path
+	m.source == i.source
+	i.read_only == true
+	m.read_only == true
+}
+
 host_mounts(view) := [m |
 	some m in list(view.mounts)
 	m.type == "bind"
 	not probe_mount(m)
+	not inputs_mount(m)
 ]
 
 rw(m) := "read-only" if m.read_only == true

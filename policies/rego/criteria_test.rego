@@ -47,6 +47,20 @@ test_no_host_mount if {
 	g.reasons == ["sandbox shared mounts host path /etc at /etc-host read-only (runtime view)"]
 }
 
+# The harness's read-only inputs bind (recorded in target.inputs) is the
+# platform handing over inputs; the same bind writable, or another folder
+# at the inputs path, is a host mount.
+test_no_host_mount_inputs if {
+	m := {"type": "bind", "source": "/tmp/run/inputs", "destination": "/inputs", "read_only": true}
+	declared := object.union(hardened, {"target": object.union(hardened.target, {"inputs": {"path": "/inputs", "source": "/tmp/run/inputs", "read_only": true}})})
+	grade(fixtures.with_view(declared, {"mounts": [m]}), "no-host-mount").status == "pass"
+	writable := object.union(m, {"read_only": false})
+	grade(fixtures.with_view(declared, {"mounts": [writable]}), "no-host-mount").status == "fail"
+	other := object.union(m, {"source": "/etc"})
+	grade(fixtures.with_view(declared, {"mounts": [other]}), "no-host-mount").status == "fail"
+	grade(fixtures.with_view(hardened, {"mounts": [m]}), "no-host-mount").status == "fail"
+}
+
 test_no_host_mount_privileged if {
 	grade(fixtures.with_view(hardened, {"privileged": true}), "no-host-mount").status == "fail"
 }

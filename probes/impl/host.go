@@ -13,7 +13,10 @@ import (
 // bindMounts lists mounts of host-backed filesystems (see hostMounts) and
 // whether each is writable. The harness's probe directory, the root
 // filesystem, the runtime's /etc files and runtime-managed volumes are
-// expected and left out (the last are listed as evidence).
+// expected and left out (the last are listed as evidence), and so is the
+// target's declared inputs folder when it is read-only: that is the
+// platform handing the task its inputs (listed as evidence; a writable one
+// counts).
 func bindMounts(_ context.Context, p probes.Params) probes.Result {
 	ms, err := readMountinfo()
 	if err != nil {
@@ -21,8 +24,15 @@ func bindMounts(_ context.Context, p probes.Params) probes.Result {
 		e.setErr("", err)
 		return inconclusive("mountinfo could not be read", e)
 	}
-	found := hostMounts(ms, p.ProbeDir)
 	e := ev{}
+	var found []mount
+	for _, m := range hostMounts(ms, p.ProbeDir) {
+		if p.InputsDir != "" && m.Target == p.InputsDir && m.ReadOnly() {
+			e.set("inputs_mount", fmt.Sprintf("%s (%s ro)", m.Target, m.FSType))
+			continue
+		}
+		found = append(found, m)
+	}
 	e.setInt("mounts_total", len(ms))
 	e.setInt("host_mounts", len(found))
 	var managed []string

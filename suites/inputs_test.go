@@ -1,0 +1,91 @@
+package suites
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+func inputsEngine(t *testing.T, readOnly bool) (*Engine, *targets.Docker) {
+	t.Helper()
+	e := &Engine{runDir: t.TempDir(), rec: &evidence.Record{RunID: "20261130t000000-00000000"},
+		target: &targets.Target{Inputs: &targets.Inputs{Path: "/inputs", ReadOnly: readOnly}}}
+	d := &targets.Docker{}
+	if err := e.setupInputs(d); err != nil {
+		t.Fatal(err)
+	}
+	return e, d
+}
+
+// The host reads the planted folder back: a proof per planted file is a
+// read, anything added, changed, replaced by a link or removed is a change,
+// and the probe's token names the change as its own.
+func TestInputsHostChecks(t *testing.T) {
+	e, d := inputsEngine(t, true)
+	if len(d.Mounts) != 1 || d.Mounts[0].Target != "/inputs" || !d.Mounts[0].ReadOnly || d.Mounts[0].Source != e.in.dir {
+		t.Fatalf("mounts %+v", d.Mounts)
+	}
+	if ti := e.rec.Target.Inputs; ti == nil || ti.Source != e.in.dir || !ti.ReadOnly {
+		t.Errorf("record target inputs %+v", ti)
+	}
+	if !e.isInputsMount(e.in.dir, "/inputs", true) || e.isInputsMount(e.in.dir, "/inputs", false) || e.isInputsMount("/etc", "/inputs", true) {
+		t.Error("isInputsMount must take only the harness's own read-only bind")
+	}
+	const tok = "sctoken000001"
+	var all []string
+	for _, c := range e.in.planted {
+		all = append(all, probes.InputsProof(tok, c))
+	}
+	check := func(kind, proofs string) evidence.Item {
+		return e.inputsEvidence(kind, tok, selfReport{Fields: map[string]string{"proofs": proofs}})
+	}
+	if it := check("inputs:read", strings.Join(all, " ")); it.Indicates != probes.Escaped {
+		t.Errorf("all proofs: %+v", it)
+	}
+	if it := check("inputs:read", strings.Join(all[1:], " ")); it.Indicates != probes.Blocked {
+		t.Errorf("one proof short: %+v", it)
+	}
+	if it := e.inputsEvidence("inputs:read", "scother000001", selfReport{Fields: map[string]string{"proofs": strings.Join(all, " ")}}); it.Indicates != probes.Blocked {
+		t.Errorf("proofs of another invocation's token: %+v", it)
+	}
+	if it := check("inputs:intact", ""); it.Indicates != probes.Blocked {
+		t.Errorf("untouched folder: %+v", it)
+	}
+	if err := os.WriteFile(filepath.Join(e.in.dir, probes.InputsWritePrefix+tok), []byte(tok), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if it := check("inputs:intact", ""); it.Indicates != probes.Escaped || it.Data["by_this_probe"] != "true" {
+		t.Errorf("token file added: %+v", it)
+	}
+
+	e, _ = inputsEngine(t, false)
+	if err := os.WriteFile(filepath.Join(e.in.dir, "task.md"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(e.in.dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(e.in.dir, "records.csv"))
+	if err := os.Symlink("/etc/passwd", filepath.Join(e.in.dir, "records.csv")); err != nil {
+		t.Fatal(err)
+	}
+	it := e.inputsEvidence("inputs:intact", tok, selfReport{})
+	for _, w := range []string{"task.md changed", "notes.txt removed", "records.csv replaced"} {
+		if !strings.Contains(it.Summary, w) {
+			t.Errorf("summary %q lacks %q", it.Summary, w)
+		}
+	}
+	if it.Indicates != probes.Escaped || it.Data["by_this_probe"] != "false" {
+		t.Errorf("changed folder: %+v", it)
+	}
+
+	none := &Engine{target: &targets.Target{}}
+	if it := none.inputsEvidence("inputs:read", tok, selfReport{}); it.Kind != "inputs-undeclared" || it.Indicates != "" {
+		t.Errorf("no inputs declared: %+v", it)
+	}
+}
