@@ -23,3 +23,16 @@ func InputsProof(token string, content []byte) string {
 	h.Write(content)
 	return hex.EncodeToString(h.Sum(nil))[:InputsProofLen]
 }
+
+// WorkloadOutputName is the file workload.write-outputs writes to the output
+// folder, named so the host finds it in the release by the probe's token.
+func WorkloadOutputName(token string) string {
+	return OutputArtifactPrefix(token, "workload.write-outputs") + ".txt"
+}
+
+// WorkloadOutputContent is what workload.write-outputs writes: plain text
+// the output gate has no reason to withhold, which the host recomputes to
+// check that what came out is what the task wrote.
+func WorkloadOutputContent(token string) []byte {
+	return []byte("Summary written by the task (sandcheck workload output " + token + ").\n")
+}

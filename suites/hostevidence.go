@@ -43,6 +43,8 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "inputs:read" || h == "inputs:intact":
 			items = append(items, e.inputsEvidence(h, token, self))
+		case h == "output:workload":
+			items = append(items, e.workloadOutputEvidence(token))
 		case h == "output:release":
 			items = append(items, e.outputEvidence(spec, token)...)
 		case h == "honeytoken":

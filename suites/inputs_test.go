@@ -1,12 +1,15 @@
 package suites
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -87,5 +90,36 @@ func TestInputsHostChecks(t *testing.T) {
 	none := &Engine{target: &targets.Target{}}
 	if it := none.inputsEvidence("inputs:read", tok, selfReport{}); it.Kind != "inputs-undeclared" || it.Indicates != "" {
 		t.Errorf("no inputs declared: %+v", it)
+	}
+}
+
+// The task's plain output counts as handed over only when the release holds
+// it as a regular file with the content the task was to write.
+func TestWorkloadOutputEvidence(t *testing.T) {
+	const tok = "sctoken000002"
+	sum := sha256.Sum256(probes.WorkloadOutputContent(tok))
+	good := output.Artifact{Path: probes.WorkloadOutputName(tok), Kind: output.KindFile, Released: true, SHA256: "sha256:" + hex.EncodeToString(sum[:])}
+	for name, c := range map[string]struct {
+		arts []output.Artifact
+		want probes.Outcome
+	}{
+		"released as written": {[]output.Artifact{good}, probes.Escaped},
+		"withheld":            {[]output.Artifact{{Path: good.Path, Kind: output.KindFile, SHA256: good.SHA256}}, probes.Blocked},
+		"other content":       {[]output.Artifact{{Path: good.Path, Kind: output.KindFile, Released: true, SHA256: "sha256:00"}}, probes.Blocked},
+		"a link by that name": {[]output.Artifact{{Path: good.Path, Kind: output.KindSymlink, Released: true}}, probes.Blocked},
+		"missing":             {nil, probes.Blocked},
+	} {
+		e := &Engine{out: &outputPath{decl: &targets.Output{Path: "/out", Release: output.ModeGated},
+			releases: map[string]*output.Release{tok: {Mode: output.ModeGated, Artifacts: c.arts}}}}
+		if it := e.workloadOutputEvidence(tok); it.Indicates != c.want {
+			t.Errorf("%s: %+v, want %s", name, it, c.want)
+		}
+	}
+	e := &Engine{out: &outputPath{decl: &targets.Output{Path: "/out", Release: output.ModeGated}, releases: map[string]*output.Release{}}}
+	if it := e.workloadOutputEvidence(tok); it.Indicates != "" {
+		t.Errorf("no release taken: %+v, want no indication", it)
+	}
+	if it := (&Engine{}).workloadOutputEvidence(tok); it.Kind != "output-undeclared" || it.Indicates != "" {
+		t.Errorf("no output folder: %+v", it)
 	}
 }

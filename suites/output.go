@@ -92,7 +92,7 @@ func pos[T int | int64](v, def T) T {
 
 func hasOutputProbe(ids []string) bool {
 	for _, id := range ids {
-		if s, ok := probes.Lookup(id); ok && slices.Contains(s.Host, "output:release") {
+		if s, ok := probes.Lookup(id); ok && (slices.Contains(s.Host, "output:release") || slices.Contains(s.Host, "output:workload")) {
 			return true
 		}
 	}

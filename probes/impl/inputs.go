@@ -20,6 +20,7 @@ func init() {
 	register(map[string]Func{
 		"workload.read-inputs":        readInputs,
 		"persistence.inputs-writable": inputsWritable,
+		"workload.write-outputs":      writeOutputs,
 	})
 }
 
@@ -117,4 +118,22 @@ func inputsWritable(_ context.Context, p probes.Params) probes.Result {
 		return blocked("the inputs folder refused a new file: "+errnoLabel(n), e)
 	}
 	return inconclusive("creating a file in the inputs folder failed: "+cerr.Error(), e)
+}
+
+// writeOutputs writes one plain text file to the output folder, as a task
+// hands over its result; the host looks for it, by name and content, in the
+// release that follows the run (bind: the host folder; gated: what the
+// output gate released).
+func writeOutputs(_ context.Context, p probes.Params) probes.Result {
+	e := ev{}
+	if p.OutputDir == "" {
+		return result(probes.NotApplicable, "the target declares no output folder", e)
+	}
+	name := probes.WorkloadOutputName(p.Token)
+	e.set("file", filepath.Join(p.OutputDir, name))
+	if err := writeArtifact(p.OutputDir, name, probes.WorkloadOutputContent(p.Token)); err != nil {
+		e.setErr("write_", err)
+		return blocked("the task could not write its output to "+p.OutputDir, e)
+	}
+	return escaped("the task wrote its output to "+p.OutputDir, e)
 }

@@ -69,3 +69,19 @@ func TestInputsProbes(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteOutputs(t *testing.T) {
+	dir := t.TempDir()
+	p := probes.Params{Token: "sctest03", OutputDir: dir}
+	r, err := Run(context.Background(), "workload.write-outputs", p)
+	if err != nil || r.Outcome != probes.Escaped {
+		t.Fatalf("%s %q %v", r.Outcome, r.Detail, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, probes.WorkloadOutputName(p.Token)))
+	if err != nil || string(b) != string(probes.WorkloadOutputContent(p.Token)) {
+		t.Errorf("output file %q, %v", b, err)
+	}
+	if r, _ := Run(context.Background(), "workload.write-outputs", probes.Params{Token: "sctest04"}); r.Outcome != probes.NotApplicable {
+		t.Errorf("without an output folder: %s", r.Outcome)
+	}
+}
