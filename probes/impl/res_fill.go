@@ -193,16 +193,9 @@ func writeBounded(ctx context.Context, path string, boundMiB int, next func(i in
 func inodeExhaustion(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
 	e.setInt("bound", inodeBound)
-	seen := map[string]bool{}
 	var unknown []string
 	tested := 0
-	for _, dir := range diskFillDirs() {
-		dir = filepath.Clean(dir)
-		var st unix.Stat_t
-		if seen[dir] || unix.Stat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		seen[dir] = true
+	for _, dir := range existingDirs(diskFillDirs()) {
 		var fs unix.Statfs_t
 		if unix.Statfs(dir, &fs) == nil {
 			e.setf(pathKey(dir)+".inodes", "%d total, %d free", fs.Files, fs.Ffree)
