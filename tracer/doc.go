@@ -16,8 +16,10 @@
 // doings are told apart from another's in a shared sandbox.
 //
 // Membership is a mark in each task's BPF task storage. The sys_exit
-// program runs for every syscall of every task on the host, so its common
-// case reads neither task storage nor any other map but one: a small array
+// program runs for every syscall of every task on the host: a task with no
+// task storage at all (nearly every host process) is done after one load
+// from its task_struct, and a sandbox's task reads neither task storage nor
+// any other map but one: a small array
 // holding, per CPU, what the storage said for the tasks that last ran there
 // (valid while a membership generation lasts, which every change of
 // membership bumps) and the latest per-(tree, syscall) counters, which move

@@ -84,7 +84,10 @@ struct mm_struct {
 	unsigned long arg_end;
 };
 
+struct bpf_local_storage;
+
 struct task_struct {
+	struct bpf_local_storage *bpf_storage;
 	int pid;
 	int tgid;
 	int exit_code;
