@@ -56,8 +56,9 @@ const sandboxHost6 = 0x0c
 // OutsidePorts6 are the IPv6 outside address's TCP sink ports.
 var OutsidePorts6 = []int{80}
 
-// ipv6ForwardingPath is the host's IPv6 forwarding switch.
-const ipv6ForwardingPath = "/proc/sys/net/ipv6/conf/all/forwarding"
+// ipv6ForwardingPath is the host's IPv6 forwarding switch (a variable for
+// tests, which point it at a file of their own; the harness only reads it).
+var ipv6ForwardingPath = "/proc/sys/net/ipv6/conf/all/forwarding"
 
 // IPv6Forwarding reports whether the kernel forwards IPv6 (in the calling
 // process's network namespace).

@@ -2,6 +2,7 @@ package netharness
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -184,4 +185,33 @@ func runAttached6(t *testing.T, docker *client.Client, n *Network, runtime, scri
 			t.Errorf("AttachIPv6: %v", err)
 		}
 	})
+}
+
+// TestIPv6RefusedWhenForwarding points the forwarding switch at a file of
+// the test's own that says 1 (the host's is only read, never written): the
+// harness then leaves IPv6 off, touching no rule, sysctl or address, and
+// attaches no sandbox; an unreadable switch counts as on.
+func TestIPv6RefusedWhenForwarding(t *testing.T) {
+	old := ipv6ForwardingPath
+	t.Cleanup(func() { ipv6ForwardingPath = old })
+	dir := t.TempDir()
+	for name, content := range map[string]string{"on": "1\n", "garbage": "yes\n", "missing": ""} {
+		ipv6ForwardingPath = dir + "/" + name
+		if content != "" {
+			if err := os.WriteFile(ipv6ForwardingPath, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := &Network{log: slog.New(slog.DiscardHandler), bridge: "scbr-00000000"}
+		if err := n.setupIPv6("open"); err != nil || n.IPv6() || n.addr6Done || len(n.rules6) > 0 || n.ipt6 != nil {
+			t.Errorf("%s: setupIPv6 err %v, v6 %t, touched %t/%d", name, err, n.IPv6(), n.addr6Done, len(n.rules6))
+		}
+		if n.Metadata6Addr() != "" || n.Outside6Addr().IsValid() {
+			t.Errorf("%s: IPv6 addresses handed out without IPv6", name)
+		}
+		n.v6 = true // as if forwarding went on mid-run
+		if err := n.AttachIPv6(t.Context(), "c0ffee"); err == nil {
+			t.Errorf("%s: AttachIPv6 went ahead while forwarding is on", name)
+		}
+	}
 }
