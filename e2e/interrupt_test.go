@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,9 +33,10 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	// Wait (bounded) for the run's own bridge, then interrupt.
+	// Wait (bounded; other runs on the machine may hold the harness lock
+	// for minutes) for a new bridge, then interrupt.
 	var ours []string
-	for deadline := time.Now().Add(60 * time.Second); len(ours) == 0; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Minute); len(ours) == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("the run never created its harness bridge\n%s", se.String())
@@ -40,11 +44,17 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 		ours = newOnes(before, bridges())
 	}
 	time.Sleep(2 * time.Second) // let sandboxes start too
-	// The IPv6 fence is up while the run is (netharness/ipv6.go).
-	if r6, err := exec.Command("ip6tables", "-S").Output(); err != nil {
-		t.Errorf("ip6tables -S: %v", err)
-	} else if !strings.Contains(string(r6), ours[0]) {
-		t.Errorf("no ip6tables rule names %s while the run is up:\n%s", ours[0], r6)
+	// The IPv6 fence is up while the run is (netharness/ipv6.go). Other
+	// runs on the machine make bridges too: look at this run's own.
+	if b := runBridge(t, out); b == "" {
+		t.Error("found no bridge of this run's harness network")
+	} else {
+		ours = []string{b} // the bridges checked below: this run's only
+		if r6, err := exec.Command("ip6tables", "-S").Output(); err != nil {
+			t.Errorf("ip6tables -S: %v", err)
+		} else if !strings.Contains(string(r6), b) {
+			t.Errorf("no ip6tables rule names %s while the run is up:\n%s", b, r6)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -113,4 +123,43 @@ func newOnes(before, now []string) []string {
 		}
 	}
 	return out
+}
+
+// runBridge is the bridge of the harness network of the run writing its
+// evidence to out: the run ID from its run-start event, then the Docker
+// network labelled with it. It waits (bounded) for both.
+func runBridge(t *testing.T, out string) string {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		f, err := os.Open(filepath.Join(out, "evidence.jsonl"))
+		if err != nil {
+			continue
+		}
+		line, _ := bufio.NewReader(io.LimitReader(f, 1<<20)).ReadBytes('\n')
+		f.Close()
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				RunID string `json:"run_id"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.Type != "run-start" || ev.Data.RunID == "" {
+			continue
+		}
+		id, err := exec.Command("docker", "network", "ls", "-q", "--filter", "label=sandcheck.run="+ev.Data.RunID).Output()
+		if err != nil || len(strings.Fields(string(id))) != 1 {
+			continue
+		}
+		b, err := exec.Command("docker", "network", "inspect", "-f", `{{index .Options "com.docker.network.bridge.name"}}`, strings.TrimSpace(string(id))).Output()
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "scbr-") {
+			// The fence goes up right after the bridge: wait for it too.
+			for until := time.Now().Add(20 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+				if r6, err := exec.Command("ip6tables", "-S").Output(); err == nil && strings.Contains(string(r6), strings.TrimSpace(string(b))) {
+					break
+				}
+			}
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return ""
 }
