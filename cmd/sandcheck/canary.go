@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,8 +29,14 @@ const canaryCloseTimeout = 10 * time.Second
 
 // canaryOptions are the flags of `sandcheck canary serve`.
 type canaryOptions struct {
-	metadata  string
+	metadata  []string
+	ecs       string
+	alibaba   string
+	kubeAPI   string
+	kubeToken []string
 	dns       string
+	dot       string
+	doh       string
 	sinks     []string
 	udpSinks  []string
 	outside   string
@@ -50,11 +60,17 @@ func canaryServeCmd() *cobra.Command {
 	var o canaryOptions
 	c := &cobra.Command{
 		Use:   "serve --hits FILE [flags]",
-		Short: "Serve the metadata, DNS and sink canaries and write every hit to a file",
+		Short: "Serve the metadata, DNS, Kubernetes API and sink canaries and write every hit to a file",
 		Long: `Serve runs the canaries sandcheck runs for itself (the fake cloud metadata
-service, the DNS canary authoritative for the harness zone, TCP and UDP
-sinks) on the addresses you name, for sandboxes sandcheck does not start
-itself: point the sandbox at them, run the probes, and read the hits.
+services: AWS, GCP and Azure, ECS task-role credentials, Alibaba Cloud; a
+fake Kubernetes API server over TLS; the DNS canary authoritative for the
+harness zone, also over TLS and HTTPS; TCP and UDP sinks) on the IPv4 or
+IPv6 addresses you name, for sandboxes sandcheck does not start itself:
+point the sandbox at them, run the probes, and read the hits.
+
+The Kubernetes API canary accepts the --kube-token tokens as service-account
+tokens (plant one in the sandbox); without any it makes one and prints it.
+The TLS listeners use a certificate made at start for their address.
 
 Every hit is written to --hits as one JSON line, as it arrives. By default
 every listener is on loopback; a wildcard address (0.0.0.0) is refused
@@ -79,8 +95,14 @@ It stops on SIGINT or SIGTERM, or after --duration.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.metadata, "metadata", "127.0.0.1:8169", "HOST:PORT of the metadata canary (AWS, GCP, Azure); empty for none")
+	f.StringSliceVar(&o.metadata, "metadata", []string{"127.0.0.1:8169"}, "HOST:PORT of the metadata canary (AWS, GCP, Azure); repeatable (an IPv4 and an [IPv6] address); empty for none")
+	f.StringVar(&o.ecs, "ecs", "", "HOST:PORT of the ECS task-role credentials canary; empty for none")
+	f.StringVar(&o.alibaba, "alibaba", "", "HOST:PORT of the Alibaba Cloud metadata canary; empty for none")
+	f.StringVar(&o.kubeAPI, "kube-api", "", "HOST:PORT of the Kubernetes API canary (HTTPS); the DNS canary resolves kubernetes.default.svc to an IPv4 one; empty for none")
+	f.StringSliceVar(&o.kubeToken, "kube-token", nil, "service-account token the Kubernetes API canary accepts; repeatable (default: one made and printed)")
 	f.StringVar(&o.dns, "dns", "127.0.0.1:8053", "HOST:PORT of the DNS canary (UDP and TCP); empty for none")
+	f.StringVar(&o.dot, "dot", "", "HOST:PORT of the DNS canary over TLS (needs --dns); empty for none")
+	f.StringVar(&o.doh, "doh", "", "HOST:PORT of the DNS canary over HTTPS, at "+canary.DoHPath+" (needs --dns); empty for none")
 	f.StringSliceVar(&o.sinks, "sink", []string{"127.0.0.1:8080"}, "HOST:PORT of a TCP sink (also answers HTTP); repeatable")
 	f.StringSliceVar(&o.udpSinks, "udp-sink", []string{"127.0.0.1:8123"}, "HOST:PORT of a UDP sink; repeatable")
 	f.StringVar(&o.outside, "outside", "", "IPv4 address the DNS canary gives for outside.<zone> and exfiltration names (default: the first sink's host)")
@@ -93,12 +115,12 @@ It stops on SIGINT or SIGTERM, or after --duration.`,
 	return c
 }
 
-// checkListen refuses what is not an IPv4 host:port, and a wildcard host
-// unless listenAny.
+// checkListen refuses what is not an IPv4 or IPv6 host:port, and a
+// wildcard host unless listenAny.
 func checkListen(flag, addr string, listenAny bool) error {
 	ap, err := netip.ParseAddrPort(addr)
-	if err != nil || !ap.Addr().Is4() {
-		return fmt.Errorf("--%s %q: want an IPv4 address and port, such as 127.0.0.1:8080", flag, addr)
+	if err != nil || ap.Addr().Zone() != "" || ap.Addr().Is4In6() {
+		return fmt.Errorf("--%s %q: want an IPv4 or [IPv6] address and port, such as 127.0.0.1:8080 or [::1]:8080", flag, addr)
 	}
 	if ap.Addr().IsUnspecified() && !listenAny {
 		return fmt.Errorf("--%s %s listens on every address of the host; name one, or pass --listen-any", flag, addr)
@@ -126,11 +148,17 @@ func (w *hitWriter) write(h canary.Hit) {
 func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slog.Logger) (err error) {
 	type named struct{ flag, addr string }
 	var all []named
-	if o.metadata != "" {
-		all = append(all, named{"metadata", o.metadata})
+	o.metadata = slices.DeleteFunc(o.metadata, func(a string) bool { return a == "" })
+	for _, m := range o.metadata {
+		all = append(all, named{"metadata", m})
 	}
-	if o.dns != "" {
-		all = append(all, named{"dns", o.dns})
+	for _, n := range []named{{"ecs", o.ecs}, {"alibaba", o.alibaba}, {"kube-api", o.kubeAPI}, {"dns", o.dns}, {"dot", o.dot}, {"doh", o.doh}} {
+		if n.addr != "" {
+			all = append(all, n)
+		}
+	}
+	if o.dns == "" && (o.dot != "" || o.doh != "") {
+		return errors.New("serving canaries: --dot and --doh serve the DNS canary, which --dns \"\" turned off")
 	}
 	for _, s := range o.sinks {
 		all = append(all, named{"sink", s})
@@ -145,6 +173,10 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 		if err := checkListen(n.flag, n.addr, o.listenAny); err != nil {
 			return err
 		}
+	}
+	var kubeIP netip.Addr
+	if o.kubeAPI != "" {
+		kubeIP = netip.MustParseAddrPort(o.kubeAPI).Addr() // checked above
 	}
 	outside := o.outside
 	if outside == "" && len(o.sinks) > 0 {
@@ -185,23 +217,90 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 	}()
 
 	fmt.Fprintln(out, "# sandcheck canaries; hits are appended to", o.hits)
-	if o.metadata != "" {
-		meta := canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: log})
-		s, err := canary.Serve(ctx, o.metadata, meta, log)
+	meta := canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: log})
+	for _, srv := range []struct {
+		flag, addr string
+		h          http.Handler
+	}{{"metadata", "", meta}, {"ecs", o.ecs, meta.ECS()}, {"alibaba", o.alibaba, meta.Alibaba()}} {
+		addrs := []string{srv.addr}
+		if srv.flag == "metadata" {
+			addrs = o.metadata
+		}
+		for _, a := range addrs {
+			if a == "" {
+				continue
+			}
+			s, err := canary.Serve(ctx, a, srv.h, log)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, s)
+			fmt.Fprintf(out, "%s_addr: %s\n", srv.flag, s.Addr())
+		}
+	}
+	if o.kubeAPI != "" {
+		kube := canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
+		toks := o.kubeToken
+		if len(toks) == 0 {
+			tok, err := newKubeToken()
+			if err != nil {
+				return err
+			}
+			toks = []string{tok}
+			fmt.Fprintf(out, "kube_token: %s\n", tok)
+		}
+		for _, t := range toks {
+			if !kube.AcceptToken(t) {
+				return fmt.Errorf("--kube-token: empty, repeated, or more than %d tokens", canary.MaxKubeTokens)
+			}
+		}
+		cfg, err := canary.SelfSignedTLSNames([]netip.Addr{kubeIP}, canary.KubeAPIHostnames)
+		if err != nil {
+			return err
+		}
+		s, err := canary.ServeTLS(ctx, o.kubeAPI, kube, cfg, log)
 		if err != nil {
 			return err
 		}
 		closers = append(closers, s)
-		fmt.Fprintf(out, "metadata_addr: %s\n", s.Addr())
+		fmt.Fprintf(out, "kube_api_addr: %s\n", s.Addr())
 	}
 	if o.dns != "" {
-		d := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Zone: o.zone, Outside: outsideIP})
+		var kube4 netip.Addr
+		if kubeIP.Is4() {
+			kube4 = kubeIP
+		}
+		d := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Zone: o.zone, Outside: outsideIP, KubeAPI: kube4})
 		s, err := canary.ServeDNS(ctx, o.dns, d, log)
 		if err != nil {
 			return err
 		}
 		closers = append(closers, s)
 		fmt.Fprintf(out, "dns_addr: %s\ndns_zone: %s\n", s.Addr(), d.Zone())
+		for _, enc := range []struct{ flag, addr string }{{"dot", o.dot}, {"doh", o.doh}} {
+			if enc.addr == "" {
+				continue
+			}
+			cfg, err := canary.SelfSignedTLS([]netip.Addr{netip.MustParseAddrPort(enc.addr).Addr()})
+			if err != nil {
+				return err
+			}
+			if enc.flag == "dot" {
+				c, err := canary.ServeDoT(ctx, enc.addr, d, cfg, log)
+				if err != nil {
+					return err
+				}
+				closers = append(closers, c)
+				fmt.Fprintf(out, "dot_addr: %s\n", c.Addr())
+				continue
+			}
+			c, err := canary.ServeTLS(ctx, enc.addr, d.DoH(), cfg, log)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, c)
+			fmt.Fprintf(out, "doh_addr: %s\n", c.Addr())
+		}
 	}
 	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: "outside"})
 	for _, a := range o.sinks {
@@ -226,4 +325,14 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 	<-ctx.Done()
 	fmt.Fprintf(out, "# stopped: %d hits written\n", len(rec.Hits()))
 	return nil
+}
+
+// newKubeToken makes a service-account token for the Kubernetes API canary
+// when none is given: random, shaped like a bearer token.
+func newKubeToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making a Kubernetes token: %w", err)
+	}
+	return "sandcheck-sa-" + hex.EncodeToString(b), nil
 }

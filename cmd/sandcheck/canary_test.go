@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +43,17 @@ func freePort(t *testing.T) string {
 	return ""
 }
 
+// freePort6 finds a free TCP port on the IPv6 loopback.
+func freePort6(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Fatalf("the IPv6 loopback: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -64,6 +77,8 @@ func (s *syncBuffer) String() string {
 // attributed to the token, in the hits file.
 func TestCanaryServeWritesHits(t *testing.T) {
 	meta, dnsAddr, sink, udp := freePort(t), freePort(t), freePort(t), freePort(t)
+	ecs, alibaba, kube, doh := freePort(t), freePort(t), freePort(t), freePort(t)
+	meta6 := freePort6(t)
 	hits := filepath.Join(t.TempDir(), "hits.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -72,7 +87,8 @@ func TestCanaryServeWritesHits(t *testing.T) {
 	cmd.SetOut(out)
 	cmd.SetErr(io.Discard)
 	cmd.SetArgs([]string{"serve", "--hits", hits, "--duration", "30s", "--metadata", meta, "--dns", dnsAddr,
-		"--sink", sink, "--udp-sink", udp})
+		"--sink", sink, "--udp-sink", udp, "--metadata", meta6, "--ecs", ecs, "--alibaba", alibaba,
+		"--kube-api", kube, "--kube-token", "planted-sa-token", "--doh", doh})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -86,7 +102,8 @@ func TestCanaryServeWritesHits(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	for _, want := range []string{"metadata_addr: " + meta, "dns_addr: " + dnsAddr, "dns_zone: " + canary.DefaultZone, "sink_tcp: " + sink, "sink_udp: " + udp} {
+	for _, want := range []string{"metadata_addr: " + meta, "dns_addr: " + dnsAddr, "dns_zone: " + canary.DefaultZone, "sink_tcp: " + sink, "sink_udp: " + udp,
+		"metadata_addr: " + meta6, "ecs_addr: " + ecs, "alibaba_addr: " + alibaba, "kube_api_addr: " + kube, "doh_addr: " + doh} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -100,6 +117,27 @@ func TestCanaryServeWritesHits(t *testing.T) {
 		t.Fatalf("metadata request: %v", err)
 	}
 	resp.Body.Close()
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for _, r := range []struct{ url, probe, bearer string }{
+		{"http://" + meta6 + "/latest/meta-data/", "metadata.aws-imds-ipv6", ""},
+		{"http://" + ecs + "/v2/credentials/x", "metadata.ecs-task-role", ""},
+		{"http://" + alibaba + "/latest/meta-data/", "metadata.alibaba", ""},
+		{"https://" + kube + "/api", "metadata.k8s-api", "planted-sa-token"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, r.url, nil)
+		req.Header.Set(canary.TokenHeader, token+"/"+r.probe)
+		if r.bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+r.bearer)
+		}
+		resp, err := insecure.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", r.url, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s answered %s, want 200", r.url, resp.Status)
+		}
+	}
 	m := new(dns.Msg)
 	m.SetQuestion(token+".egress.dns-exfil.x."+canary.DefaultZone+".", dns.TypeA)
 	if _, _, err := (&dns.Client{Timeout: 5 * time.Second}).Exchange(m, dnsAddr); err != nil {
@@ -131,7 +169,7 @@ func TestCanaryServeWritesHits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got := map[string]string{}
+	got := map[string][]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var h canary.Hit
@@ -139,18 +177,23 @@ func TestCanaryServeWritesHits(t *testing.T) {
 			t.Fatalf("hits line %q: %v", sc.Text(), err)
 		}
 		if h.Token == token {
-			got[h.Service] = h.Probe
+			got[h.Service] = append(got[h.Service], h.Probe)
+		}
+		if h.Service == canary.ServiceKubeAPI && h.Credential != canary.CredentialPlanted {
+			t.Errorf("kube-api hit with credential %q, want the planted token recognised", h.Credential)
 		}
 	}
-	for svc, probe := range map[string]string{canary.ServiceAWS: "metadata.aws-imdsv1", canary.ServiceDNS: "egress.dns-exfil", canary.ServiceTCP: "egress.tcp-ports"} {
-		if got[svc] != probe {
+	for probe, svc := range map[string]string{"metadata.aws-imdsv1": canary.ServiceAWS, "metadata.aws-imds-ipv6": canary.ServiceAWS,
+		"egress.dns-exfil": canary.ServiceDNS, "egress.tcp-ports": canary.ServiceTCP, "metadata.ecs-task-role": canary.ServiceECS,
+		"metadata.alibaba": canary.ServiceAlibaba, "metadata.k8s-api": canary.ServiceKubeAPI} {
+		if !slices.Contains(got[svc], probe) {
 			t.Errorf("no %s hit with the token for %s in the hits file (got %v)", svc, probe, got)
 		}
 	}
 }
 
-// TestCanaryServeRefusesWildcard: 0.0.0.0 needs --listen-any; nothing
-// else than IPv4 host:port is accepted.
+// TestCanaryServeRefusesWildcard: 0.0.0.0 and [::] need --listen-any;
+// nothing else than an IPv4 or IPv6 host:port is accepted.
 func TestCanaryServeRefusesWildcard(t *testing.T) {
 	for _, c := range []struct {
 		addr string
@@ -161,7 +204,11 @@ func TestCanaryServeRefusesWildcard(t *testing.T) {
 		{"0.0.0.0:8053", false, false},
 		{"0.0.0.0:8053", true, true},
 		{"localhost:8053", false, false},
-		{"[::1]:8053", false, false},
+		{"[::1]:8053", false, true},
+		{"[::]:8053", false, false},
+		{"[::]:8053", true, true},
+		{"[fe80::1%lo]:8053", false, false},
+		{"[::ffff:127.0.0.1]:8053", false, false},
 	} {
 		if err := checkListen("dns", c.addr, c.any); (err == nil) != c.ok {
 			t.Errorf("checkListen(%q, listen-any %t) = %v, want ok %t", c.addr, c.any, err, c.ok)
