@@ -91,35 +91,42 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var p probes.Params
-	fs.StringVar(&p.Token, "token", "", "token sent with every canary contact and planted in markers")
-	fs.StringVar(&p.RunID, "run-id", "", "sandcheck run ID")
-	fs.StringVar(&p.MetadataAddr, "metadata-addr", "", "metadata service HOST:PORT (default "+impl.DefaultMetadataAddr+")")
-	fs.StringVar(&p.Marker, "marker", "", "marker for persistence probes")
-	fs.StringVar(&p.Phase, "phase", "", "plant or check, for sequence probes")
-	fs.StringVar(&p.HostHoney, "host-honey", "", "host path of the honeyfile in the run's folder (looked for through /proc/1/root)")
+	for _, f := range []struct {
+		dst         *string
+		name, usage string
+	}{
+		{&p.Token, "token", "token sent with every canary contact and planted in markers"},
+		{&p.RunID, "run-id", "sandcheck run ID"},
+		{&p.MetadataAddr, "metadata-addr", "metadata service HOST:PORT (default " + impl.DefaultMetadataAddr + ")"},
+		{&p.Marker, "marker", "marker for persistence probes"},
+		{&p.Phase, "phase", "plant or check, for sequence probes"},
+		{&p.ScopedKeySHA256, "scoped-key-sha256", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key"},
+		{&p.HostHoney, "host-honey", "host path of the honeyfile in the run's folder (looked for through /proc/1/root)"},
+		{&p.OutsideAddr, "outside-addr", "harness-owned IPv4 address standing for outside (egress probes send nothing without it)"},
+		{&p.DNSZone, "dns-zone", "zone only the harness's DNS canary answers"},
+		{&p.ResolverAddr, "resolver-addr", "IP:PORT of the resolver the harness configured"},
+		{&p.OtherResolverAddr, "other-resolver-addr", "IP:PORT of a DNS server the sandbox was not configured to use"},
+		{&p.MirrorAddr, "mirror-addr", "IP:PORT of the harness's package mirror"},
+		{&p.DNSAltAddr, "dns-alt-addr", "IP:PORT of the harness's DNS canary on an alternate port"},
+		{&p.ECSAddr, "ecs-addr", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)"},
+		{&p.AlibabaAddr, "alibaba-addr", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)"},
+		{&p.Metadata6Addr, "metadata6-addr", "[IPv6]:PORT of the harness's IPv6 metadata canary (the probe sends nothing without it)"},
+		{&p.Outside6Addr, "outside6-addr", "harness-owned IPv6 address standing for outside (the probe sends nothing without it)"},
+		{&p.KubeAPIAddr, "kube-api-addr", "IP:PORT of the harness's Kubernetes API canary (the probe sends nothing without it)"},
+		{&p.GatewayAddr, "gateway-addr", "IPv4 address of the network's gateway with the harness's host-service listeners"},
+		{&p.NeighbourAddr, "neighbour-addr", "IPv4 address of the harness's neighbouring sandbox"},
+		{&p.ProxyAddr, "proxy-addr", "IP:PORT of the egress proxy the harness configured"},
+		{&p.BrokerAddr, "broker-addr", "IP:PORT of the harness's tool broker"},
+		{&p.BrokerToken, "broker-token", "the task's broker token"},
+		{&p.DoTAddr, "dot-addr", "IP:PORT of the harness's DNS-over-TLS canary"},
+		{&p.DoHAddr, "doh-addr", "IP:PORT of the harness's DNS-over-HTTPS canary"},
+		{&p.OutputDir, "output-dir", "the target's output folder (output probes plant their artifacts there)"},
+		{&p.InputsDir, "inputs-dir", "the target's inputs folder (the inputs probes read and try to change it)"},
+	} {
+		fs.StringVar(f.dst, f.name, "", f.usage)
+	}
 	fs.StringVar(&p.ProbeDir, "probe-dir", runners.ProbeMount, "where the harness mounted the probe binary")
-	fs.StringVar(&p.OutsideAddr, "outside-addr", "", "harness-owned IPv4 address standing for outside (egress probes send nothing without it)")
-	fs.StringVar(&p.DNSZone, "dns-zone", "", "zone only the harness's DNS canary answers")
-	fs.StringVar(&p.ResolverAddr, "resolver-addr", "", "IP:PORT of the resolver the harness configured")
-	fs.StringVar(&p.OtherResolverAddr, "other-resolver-addr", "", "IP:PORT of a DNS server the sandbox was not configured to use")
-	fs.StringVar(&p.MirrorAddr, "mirror-addr", "", "IP:PORT of the harness's package mirror")
-	fs.StringVar(&p.DNSAltAddr, "dns-alt-addr", "", "IP:PORT of the harness's DNS canary on an alternate port")
-	fs.StringVar(&p.ECSAddr, "ecs-addr", "", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)")
-	fs.StringVar(&p.ScopedKeySHA256, "scoped-key-sha256", "", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key")
-	fs.StringVar(&p.AlibabaAddr, "alibaba-addr", "", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)")
 	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
-	fs.StringVar(&p.Metadata6Addr, "metadata6-addr", "", "[IPv6]:PORT of the harness's IPv6 metadata canary (the probe sends nothing without it)")
-	fs.StringVar(&p.Outside6Addr, "outside6-addr", "", "harness-owned IPv6 address standing for outside (the probe sends nothing without it)")
-	fs.StringVar(&p.KubeAPIAddr, "kube-api-addr", "", "IP:PORT of the harness's Kubernetes API canary (the probe sends nothing without it)")
-	fs.StringVar(&p.GatewayAddr, "gateway-addr", "", "IPv4 address of the network's gateway with the harness's host-service listeners")
-	fs.StringVar(&p.NeighbourAddr, "neighbour-addr", "", "IPv4 address of the harness's neighbouring sandbox")
-	fs.StringVar(&p.ProxyAddr, "proxy-addr", "", "IP:PORT of the egress proxy the harness configured")
-	fs.StringVar(&p.BrokerAddr, "broker-addr", "", "IP:PORT of the harness's tool broker")
-	fs.StringVar(&p.BrokerToken, "broker-token", "", "the task's broker token")
-	fs.StringVar(&p.DoTAddr, "dot-addr", "", "IP:PORT of the harness's DNS-over-TLS canary")
-	fs.StringVar(&p.DoHAddr, "doh-addr", "", "IP:PORT of the harness's DNS-over-HTTPS canary")
-	fs.StringVar(&p.OutputDir, "output-dir", "", "the target's output folder (output probes plant their artifacts there)")
-	fs.StringVar(&p.InputsDir, "inputs-dir", "", "the target's inputs folder (the inputs probes read and try to change it)")
 	var pack bool
 	var packLim impl.PackLimits
 	fs.BoolVar(&pack, "pack-output", false, "after the probes, write the output folder as a framed base64 tar stream on stderr (the gated release)")
