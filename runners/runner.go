@@ -67,6 +67,18 @@ type ResidueFinder interface {
 	FindResidue(ctx context.Context, token string, kinds []string) ([]Residue, error)
 }
 
+// CPUMeter is implemented by sandboxes whose CPU use the host can read and
+// cut short: a platform's CPU budget, enforced from outside the box.
+type CPUMeter interface {
+	// CPUUsed is the CPU time the sandbox's host tasks have used so far
+	// (its cgroup's accounting; under gVisor the sentry's, which runs the
+	// workload).
+	CPUUsed() (time.Duration, error)
+	// Kill stops every process of the sandbox at once; Close still
+	// removes it.
+	Kill(ctx context.Context) error
+}
+
 // ResidueKinds are the kinds of host state a ResidueFinder looks through.
 var ResidueKinds = []string{"processes", "cgroups", "mounts", "scratch", "network", "container"}
 

@@ -77,6 +77,8 @@ type sandbox struct {
 	// tokens holds the token each probe ran with (under Engine.mu), for the
 	// teardown checks after close.
 	tokens map[string]string
+	// cpu is the CPU budget watchdog on a one-task sandbox (cpubudget.go).
+	cpu *cpuWatch
 }
 
 // NewEngine loads the target, prepares the run folder, the probe delivery
@@ -326,6 +328,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		if err != nil {
 			return err
 		}
+		e.watchCPU(sb)
 		if err := e.startHelpers(ctx, sb, []probes.Spec{spec}); err != nil {
 			e.closeSandbox(sb)
 			return err
@@ -386,6 +389,9 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		return nil, "", nil, err
 	}
 	defer e.closeSandbox(sb)
+	if len(specs) == 1 {
+		e.watchCPU(sb)
+	}
 	if err := e.startHelpers(ctx, sb, specs); err != nil {
 		return nil, "", nil, err
 	}
@@ -435,6 +441,13 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 			d := fmt.Sprintf("probe did not finish within %s", spec.Timeout.D()+5*time.Second)
 			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
 				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "timeout", Summary: d}}}, token, s)
+			return nil
+		}
+		if killed, _, _, _ := s.cpu.end(); killed {
+			// The CPU watchdog killed the sandbox under the probe.
+			d := "the probe's sandbox was killed at its CPU budget"
+			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
+				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "killed", Summary: d}}}, token, s)
 			return nil
 		}
 		return fmt.Errorf("running probe: %w", err)
@@ -593,6 +606,7 @@ func (e *Engine) setView(s *sandbox) {
 func (e *Engine) closeSandbox(s *sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	s.cpu.end()
 	if err := s.sb.Close(ctx); err != nil {
 		e.harnessError(fmt.Errorf("closing sandbox %s: %w", s.sb.ID(), err))
 	}

@@ -43,6 +43,8 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
 		case h == "inputs:read" || h == "inputs:intact":
 			items = append(items, e.inputsEvidence(h, token, self))
+		case h == "cpu-budget":
+			items = append(items, e.cpuBudgetEvidence(s))
 		case h == "output:workload":
 			items = append(items, e.workloadOutputEvidence(token))
 		case h == "output:release":
@@ -71,6 +73,13 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			if it, ok := e.block.check(opened); ok {
 				items = append(items, it)
 			}
+		}
+	}
+	// A sandbox the CPU watchdog killed stopped whatever probe it ran: the
+	// host says so for every probe, not only the one that declares it.
+	if !slices.Contains(spec.Host, "cpu-budget") {
+		if killed, _, _, _ := s.cpu.end(); killed {
+			items = append(items, e.cpuBudgetEvidence(s))
 		}
 	}
 	return items

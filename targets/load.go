@@ -158,6 +158,7 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkDocker(t.Docker)
+		v.checkCPUTime(t.Docker)
 		if t.Output != nil {
 			v.checkOutputClash(t.Output, t.Docker)
 		}

@@ -35,8 +35,8 @@ host_blocked(r) := [i |
 # effective is the outcome the grade uses: host evidence of an escape
 # outranks whatever the probe said about itself. A probe that could not
 # report (inconclusive) is blocked when the host saw the sandbox stop it (for
-# example the kernel OOM-killing the sandbox at its memory limit) and saw
-# nothing escape.
+# example the kernel OOM-killing the sandbox at its memory limit, or the
+# CPU watchdog killing it at its budget) and saw nothing escape.
 effective(r) := "escaped" if {
 	count(host_escaped(r)) > 0
 } else := "blocked" if {
@@ -49,7 +49,7 @@ effective(r) := "escaped" if {
 
 # host_stops are the host observations that show the sandbox itself stopped
 # an attempt, enough to settle a probe that could not report.
-host_stops := {"oom-killed"}
+host_stops := {"oom-killed", "cpu-budget-killed"}
 
 # catalog_expected is what the catalog says the run's profile expects; the
 # harness wrote it into the record, so a different value there is forged.

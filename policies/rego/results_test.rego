@@ -328,6 +328,14 @@ test_oom_kill_settles_an_inconclusive_probe if {
 	criteria.effective(r) == "blocked"
 }
 
+test_cpu_budget_kill_settles_an_inconclusive_probe if {
+	r := {
+		"probe": "resources.a", "category": "resources", "criterion": "bounded-resources", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "cpu-budget-killed", "indicates": "blocked", "summary": "killed at the budget"}],
+	}
+	criteria.effective(r) == "blocked"
+}
+
 test_other_host_blocked_does_not_settle_inconclusive if {
 	r := {
 		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",
