@@ -3,6 +3,7 @@ package suites
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,14 +41,17 @@ type cpuWatch struct {
 	killErr error
 }
 
-// watchCPU starts the watchdog on a sandbox that runs one task, when the
-// target declares a budget and the runner can meter the sandbox. A sandbox
-// holding many tasks (the shared batch, the exec-mode shared sandbox) is not
-// held to one task's budget.
-func (e *Engine) watchCPU(s *sandbox) {
+// watchCPU starts the watchdog on a sandbox that runs the one task of a
+// probe that measures the budget (host evidence cpu-budget), when the target
+// declares a budget and the runner can meter the sandbox. Only there: on the
+// other probes' sandboxes the watchdog would stand in for their own
+// controls (a bomb killed at 3 s of CPU before the pids limit or nproc
+// stops it would hide a missing limit), and a sandbox holding many tasks
+// (the shared batch) is not held to one task's budget.
+func (e *Engine) watchCPU(s *sandbox, spec probes.Spec) {
 	budget := e.target.Docker.CPUBudget()
 	m, ok := s.sb.(runners.CPUMeter)
-	if budget <= 0 || !ok {
+	if budget <= 0 || !ok || !slices.Contains(spec.Host, "cpu-budget") {
 		return
 	}
 	w := &cpuWatch{budget: budget, stop: make(chan struct{}), done: make(chan struct{})}

@@ -44,9 +44,10 @@ func (m *meteredBox) Kill(context.Context) error {
 // that stays within it, or a target without a budget, settles nothing.
 func TestCPUBudgetWatchdog(t *testing.T) {
 	e := &Engine{target: &targets.Target{Docker: &targets.Docker{CPUTime: "300ms"}}}
+	measured := probes.Spec{ID: "resources.cpu-deadline", Host: []string{"cpu-budget"}}
 	hog := &meteredBox{step: 100 * time.Millisecond}
 	s := &sandbox{sb: hog}
-	e.watchCPU(s)
+	e.watchCPU(s, measured)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		hog.mu.Lock()
@@ -62,15 +63,21 @@ func TestCPUBudgetWatchdog(t *testing.T) {
 	}
 
 	idle := &sandbox{sb: &meteredBox{}}
-	e.watchCPU(idle)
+	e.watchCPU(idle, measured)
 	time.Sleep(3 * cpuWatchEvery)
 	if it := e.cpuBudgetEvidence(idle); it.Kind != "cpu-budget" || it.Indicates != "" {
 		t.Errorf("an idle box: %+v, want no indication", it)
 	}
 
+	other := &sandbox{sb: &meteredBox{step: time.Second}}
+	e.watchCPU(other, probes.Spec{ID: "resources.fork-bomb"})
+	if other.cpu != nil {
+		t.Error("a probe that does not measure the budget got a watchdog")
+	}
+
 	none := &Engine{target: &targets.Target{Docker: &targets.Docker{}}}
 	s = &sandbox{sb: &meteredBox{step: time.Second}}
-	none.watchCPU(s)
+	none.watchCPU(s, measured)
 	if s.cpu != nil {
 		t.Error("a target without a budget got a watchdog")
 	}

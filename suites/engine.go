@@ -328,7 +328,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		if err != nil {
 			return err
 		}
-		e.watchCPU(sb)
+		e.watchCPU(sb, spec)
 		if err := e.startHelpers(ctx, sb, []probes.Spec{spec}); err != nil {
 			e.closeSandbox(sb)
 			return err
@@ -390,7 +390,7 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 	}
 	defer e.closeSandbox(sb)
 	if len(specs) == 1 {
-		e.watchCPU(sb)
+		e.watchCPU(sb, specs[0])
 	}
 	if err := e.startHelpers(ctx, sb, specs); err != nil {
 		return nil, "", nil, err

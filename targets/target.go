@@ -89,9 +89,10 @@ type Docker struct {
 	CPUs float64 `yaml:"cpus,omitempty"`
 	// CPUTime is the CPU time budget of one task, e.g. 2s: the platform's
 	// watchdog kills a task's sandbox once its cgroup has used more (the
-	// harness plays that watchdog from outside, on every sandbox that runs
-	// a single task; under gVisor the cgroup holds the sentry, so the budget
-	// holds there too, unlike RLIMIT_CPU). Empty means no budget.
+	// harness plays that watchdog from outside, on the sandbox of the probe
+	// that measures it, resources.cpu-deadline; under gVisor the cgroup
+	// holds the sentry, so the budget holds there too, unlike RLIMIT_CPU).
+	// Empty means no budget.
 	CPUTime string `yaml:"cpu_time,omitempty"`
 	// Network is "none", "harness" (the harness's canary network, which
 	// reaches only harness-owned addresses) or the name of an existing
