@@ -327,6 +327,7 @@ func TestStartFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			before := shims(t)
 			sb, err := r.Start(context.Background(), spec)
 			if err == nil {
 				sb.Close(context.Background())
@@ -343,6 +344,9 @@ func TestStartFailures(t *testing.T) {
 			t.Logf("start error: %v", err)
 			if left := leftovers(t, mark); len(left) > 0 {
 				t.Errorf("containers left: %v", left)
+			}
+			if left := orphanShims(t, before); len(left) > 0 {
+				t.Errorf("runtime processes left on the host after the failed start: %v", left)
 			}
 		})
 	}

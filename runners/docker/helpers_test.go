@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/runners"
@@ -176,6 +179,59 @@ func leftovers(t *testing.T, mark string) []string {
 	var out []string
 	for _, c := range res.Items {
 		out = append(out, fmt.Sprintf("%s %v (%s)", c.ID[:12], c.Names, c.State))
+	}
+	return out
+}
+
+// shims returns the running containerd shims, by pid, with the container ID
+// each was started for.
+func shims(t *testing.T) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !strings.HasPrefix(filepath.Base(argv[0]), "containerd-shim") {
+			continue
+		}
+		for i := 0; i+1 < len(argv); i++ {
+			if argv[i] == "-id" {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+				out[pid] = argv[i+1]
+			}
+		}
+	}
+	return out
+}
+
+// orphanShims lists the shims started since before whose container the
+// engine no longer knows: what a start left running on the host.
+func orphanShims(t *testing.T, before map[int]string) []string {
+	t.Helper()
+	// A shim the engine starts to clean up after a dead one lives for a
+	// moment: only what is still there after a few seconds counts.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if left := newOrphanShims(t, before); len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+	}
+}
+
+func newOrphanShims(t *testing.T, before map[int]string) []string {
+	t.Helper()
+	var out []string
+	for pid, id := range shims(t) {
+		if _, old := before[pid]; old {
+			continue
+		}
+		_, err := engineClient(t).ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			out = append(out, fmt.Sprintf("shim %d for container %.12s", pid, id))
+		}
 	}
 	return out
 }

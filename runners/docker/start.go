@@ -127,9 +127,22 @@ func (r *Runner) startFailed(ctx context.Context, cli client.APIClient, name str
 	if detail := describe(dctx, cli, name); detail != "" {
 		err = fmt.Errorf("%w (%s)", cause, detail)
 	}
+	var id string
+	if res, ierr := cli.ContainerInspect(dctx, name, client.ContainerInspectOptions{}); ierr == nil {
+		id = res.Container.ID
+	}
 	if rerr := remove(dctx, cli, name); rerr != nil {
 		r.log.Warn("removing a sandbox that did not start", "name", name, "err", rerr)
 		err = errors.Join(err, rerr)
+	}
+	if id != "" {
+		reaped, left := reapRuntime(dctx, id)
+		if len(reaped) > 0 {
+			r.log.Warn("killed runtime processes a failed start left behind", "name", name, "processes", reaped)
+		}
+		if len(left) > 0 {
+			err = errors.Join(err, fmt.Errorf("runtime processes of %s survive its removal: %s", name, strings.Join(left, "; ")))
+		}
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -125,6 +126,74 @@ func processesOf(id string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// reapRuntime kills what the container runtime left of a removed container
+// that never started: runsc 2022's containerd shim (and its gofer and
+// sandbox, if any) outlives a failed start, with nothing left to serve. Only
+// processes whose command line is a shim's or runsc's and names the
+// container's full ID are touched. It waits a moment for them to go on
+// their own first, and returns what it killed and what survived.
+func reapRuntime(ctx context.Context, id string) (reaped, left []string) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		pids := runtimeProcesses(id)
+		if len(pids) == 0 {
+			return reaped, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			for pid, what := range pids {
+				if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+					reaped = append(reaped, fmt.Sprintf("%d (%s)", pid, what))
+				}
+			}
+			break
+		}
+		time.Sleep(teardownPoll)
+	}
+	// The engine runs a short-lived shim of its own to clean up after a
+	// dead one: done once none has been seen for three polls in a row.
+	quiet := 0
+	for range 25 { // up to 5 s
+		if len(runtimeProcesses(id)) == 0 {
+			if quiet++; quiet == 3 {
+				return reaped, nil
+			}
+		} else {
+			quiet = 0
+		}
+		time.Sleep(teardownPoll)
+	}
+	for pid, what := range runtimeProcesses(id) {
+		left = append(left, fmt.Sprintf("process %d (%s)", pid, what))
+	}
+	return reaped, left
+}
+
+// runtimeProcesses finds the shim and runsc processes whose command line
+// names the container ID.
+func runtimeProcesses(id string) map[int]string {
+	out := map[int]string{}
+	names, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil || len(names) > maxProcs {
+		return out
+	}
+	for _, f := range names {
+		cmd := readBounded(f, maxProcFile)
+		if !bytes.Contains(cmd, []byte(id)) {
+			continue
+		}
+		argv0 := filepath.Base(string(bytes.SplitN(cmd, []byte{0}, 2)[0]))
+		if !strings.HasPrefix(argv0, "containerd-shim") && !strings.HasPrefix(argv0, "runsc") {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		out[pid] = printable(cmd, 160)
+	}
+	return out
 }
 
 // cgroupsOf lists cgroup folders of the container under the usual layouts of
