@@ -71,30 +71,7 @@ func NewProxy(opts ProxyOptions) *Proxy {
 
 // Serve listens on addr (IPv4 host:port) until the Listener is closed.
 func (p *Proxy) Serve(ctx context.Context, addr string) (*Listener, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp4", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listening on %s/tcp: %w", addr, err)
-	}
-	lim := &limitListener{Listener: ln, sem: make(chan struct{}, MaxConns)}
-	l := &Listener{addr: ln.Addr(), close: ln.Close}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			c, err := lim.Accept()
-			if err != nil {
-				return
-			}
-			l.wg.Add(1)
-			go func() {
-				defer l.wg.Done()
-				defer c.Close()
-				p.serveConn(c)
-			}()
-		}
-	}()
-	return l, nil
+	return serveConns(ctx, "tcp4", addr, p.serveConn)
 }
 
 // serveConn handles one client: one request, then, for an allowed CONNECT,

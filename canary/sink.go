@@ -111,8 +111,15 @@ func (l *Listener) Close(ctx context.Context) error {
 // ServeTCP listens on addr (IPv4 host:port, or [IPv6]:port) and records
 // every connection.
 func (s *Sink) ServeTCP(ctx context.Context, addr string) (*Listener, error) {
+	return serveConns(ctx, tcpNet(addr), addr, s.serveConn)
+}
+
+// serveConns listens on addr and hands each connection, at most MaxConns at
+// once, to serve in its own goroutine, closing it afterwards; closing the
+// Listener waits for them.
+func serveConns(ctx context.Context, network, addr string, serve func(net.Conn)) (*Listener, error) {
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, tcpNet(addr), addr)
+	ln, err := lc.Listen(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s/tcp: %w", addr, err)
 	}
@@ -130,7 +137,7 @@ func (s *Sink) ServeTCP(ctx context.Context, addr string) (*Listener, error) {
 			go func() {
 				defer l.wg.Done()
 				defer c.Close()
-				s.serveConn(c)
+				serve(c)
 			}()
 		}
 	}()
