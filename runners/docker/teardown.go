@@ -91,29 +91,13 @@ func (s *Sandbox) survivors(ctx context.Context) ([]string, error) {
 // processesOf lists host processes whose cgroup path or command line contains
 // the container ID.
 func processesOf(id string) ([]string, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(maxProcs)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("listing processes: %w", err)
-	}
-	self := os.Getpid()
 	var out []string
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil || pid == self {
-			continue
-		}
-		dir := filepath.Join("/proc", n)
+	err := eachProcess(func(pid int, dir string) {
 		// A process that exits meanwhile reads as empty: it did not survive.
 		inCgroup := bytes.Contains(readBounded(filepath.Join(dir, "cgroup"), maxProcFile), []byte(id))
 		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
-		names := bytes.Contains(cmd, []byte(id))
-		if !inCgroup && !names {
-			continue
+		if !inCgroup && !bytes.Contains(cmd, []byte(id)) {
+			return
 		}
 		what := printable(cmd, 160)
 		if what == "" {
@@ -124,8 +108,29 @@ func processesOf(id string) ([]string, error) {
 		} else {
 			out = append(out, fmt.Sprintf("process %d (%s) names the container on its command line", pid, what))
 		}
+	})
+	return out, err
+}
+
+// eachProcess calls fn with the pid and /proc folder of every host process
+// but this one, up to maxProcs of them.
+func eachProcess(fn func(pid int, dir string)) error {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return fmt.Errorf("listing processes: %w", err)
 	}
-	return out, nil
+	defer d.Close()
+	names, err := d.Readdirnames(maxProcs)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("listing processes: %w", err)
+	}
+	self := os.Getpid()
+	for _, n := range names {
+		if pid, err := strconv.Atoi(n); err == nil && pid != self {
+			fn(pid, filepath.Join("/proc", n))
+		}
+	}
+	return nil
 }
 
 // reapRuntime kills what the container runtime left of a removed container
@@ -174,25 +179,16 @@ func reapRuntime(ctx context.Context, id string) (reaped, left []string) {
 // names the container ID.
 func runtimeProcesses(id string) map[int]string {
 	out := map[int]string{}
-	names, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil || len(names) > maxProcs {
-		return out
-	}
-	for _, f := range names {
-		cmd := readBounded(f, maxProcFile)
+	eachProcess(func(pid int, dir string) {
+		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
 		if !bytes.Contains(cmd, []byte(id)) {
-			continue
+			return
 		}
 		argv0 := filepath.Base(string(bytes.SplitN(cmd, []byte{0}, 2)[0]))
-		if !strings.HasPrefix(argv0, "containerd-shim") && !strings.HasPrefix(argv0, "runsc") {
-			continue
+		if strings.HasPrefix(argv0, "containerd-shim") || strings.HasPrefix(argv0, "runsc") {
+			out[pid] = printable(cmd, 160)
 		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		out[pid] = printable(cmd, 160)
-	}
+	})
 	return out
 }
 
