@@ -179,7 +179,7 @@ func TestSeccompCrossCheckWithDockerDefault(t *testing.T) {
 // TestSeccompCrossCheckLeftOut records why the family has no probe for these
 // syscalls: the default profile allows them to every container on amd64, so
 // a probe expecting "blocked" would be a false claim on the hardened
-// reference (see probes/impl/syscalls_more.go).
+// reference (see probes/impl/syscalls_table.go).
 func TestSeccompCrossCheckLeftOut(t *testing.T) {
 	def := seccomp.DefaultProfile()
 	for _, name := range []string{"ptrace", "process_vm_readv", "process_vm_writev", "name_to_handle_at", "modify_ldt"} {
@@ -195,7 +195,7 @@ func TestSeccompCrossCheckLeftOut(t *testing.T) {
 // kernelBuiltWithout maps the syscalls left out of the family for the host's
 // kernel build to the option that would make them reachable: without it the
 // weak reference answers ENOSYS too, so a probe could not tell a sandbox from
-// the kernel's build (see probes/impl/syscalls_more.go).
+// the kernel's build (see probes/impl/syscalls_table.go).
 var kernelBuiltWithout = map[string]string{
 	"kexec_load":      "CONFIG_KEXEC",
 	"kexec_file_load": "CONFIG_KEXEC_FILE",

@@ -17,6 +17,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"egress.tcp-ports": egressTCPPortsProbe,
+		"egress.udp":       egressUDPProbe,
+	})
+}
+
 // The sink protocol (canary.SinkHello, canary.SinkReply), restated here so
 // the probe binary does not link the host-side canary package.
 const (

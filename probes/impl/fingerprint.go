@@ -8,6 +8,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"fingerprint.runtime": fingerprintRuntime})
+}
+
 // gVisor's Sentry reports this fixed kernel release and version string,
 // whatever the host runs.
 const (

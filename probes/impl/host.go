@@ -10,6 +10,14 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"host.bind-mounts":   bindMounts,
+		"host.sysrq-trigger": sysrqTrigger,
+		"host.proc-unmasked": procUnmasked,
+	})
+}
+
 // bindMounts lists mounts of host-backed filesystems (see hostMounts) and
 // whether each is writable. The harness's probe directory, the root
 // filesystem, the runtime's /etc files and runtime-managed volumes are

@@ -14,6 +14,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"host.mknod":    hostMknod,
+		"host.kallsyms": hostKallsyms,
+	})
+}
+
 // deviceNodes are the nodes host.mknod tries to create: the numbers of
 // /dev/null (char 1:3) and of the first loop device (block 7:0). The nodes are
 // never opened; each is removed at once.

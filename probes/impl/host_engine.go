@@ -18,6 +18,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"host.engine-socket": engineSocket})
+}
+
 // engineSockets are where container engines listen by default.
 var engineSockets = []string{
 	"/var/run/docker.sock", "/run/docker.sock",

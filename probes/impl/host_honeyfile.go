@@ -16,6 +16,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"host.honeyfile": honeyfile})
+}
+
 // Bounds of the honeyfile search (catalog: 200000 directory entries, depth 12).
 const (
 	honeyMaxEntries = 200000

@@ -18,6 +18,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"metadata.aws-imdsv1": imdsV1,
+		"metadata.aws-imdsv2": imdsV2,
+	})
+}
+
 // DefaultMetadataAddr is the AWS instance metadata service, used when the
 // harness names no address.
 const DefaultMetadataAddr = "169.254.169.254:80"

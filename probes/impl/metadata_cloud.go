@@ -14,6 +14,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"metadata.ecs-task-role": metadataECSTaskRole,
+		"metadata.alibaba":       metadataAlibaba,
+	})
+}
+
 const (
 	// ecsRelativeURIEnv is where the ECS agent tells a task the path of its
 	// role's credentials on 169.254.170.2.

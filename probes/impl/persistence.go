@@ -14,6 +14,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"persistence.rootfs-write":    rootfsWrite,
+		"persistence.marker-next-run": markerNextRun,
+	})
+}
+
 // rootfsDirs are the base-image folders a persistent implant would target.
 var rootfsDirs = []string{"/usr/bin", "/etc"}
 

@@ -13,6 +13,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"persistence.shell-startup": shellStartup})
+}
+
 // startupFiles are the shell startup files a later shell in the box (or a
 // reused home folder) would run: system-wide and per-user.
 func startupFiles() []string {

@@ -16,6 +16,17 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"privilege.root-uid":       rootUID,
+		"privilege.dangerous-caps": dangerousCaps,
+		"privilege.no-new-privs":   noNewPrivs,
+		"privilege.seccomp":        seccompMode,
+		"privilege.userns-create":  usernsCreate,
+		"privilege.mount-fs":       mountFS,
+	})
+}
+
 // readStatus reads /proc/self/status into a map of its "Key:\tvalue" lines.
 func readStatus() (map[string]string, error) {
 	f, err := os.Open("/proc/self/status")

@@ -1,7 +1,8 @@
 // Package impl carries out the probes of the catalog (probes/catalog/*.yaml)
-// from inside a sandbox. Each family has its own file; registry.go maps every
-// catalog ID to the function that carries it out, and Run applies the spec's
-// time bound and the result limits around each one.
+// from inside a sandbox. A probe's ID tells its file: the probes of family F
+// live in files named F.go or F_*.go, each of which registers its own probes
+// from init (register); Run applies the spec's time bound and the result
+// limits around each one.
 //
 // The package never prints: the probe binary (cmd/sandcheck-probe) owns stdout
 // and stderr. Work that needs a process of its own (the bombs, the user
@@ -12,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/sandcheck/sandcheck/probes"
@@ -22,90 +24,28 @@ import (
 // probe ID and makes the result fit the limits of probes.Result.
 type Func func(ctx context.Context, p probes.Params) probes.Result
 
-// registry holds one entry per catalog ID; registry_test.go checks that it
-// covers the catalog exactly.
-var registry = map[string]Func{
-	"metadata.aws-imdsv1":           imdsV1,
-	"metadata.aws-imdsv2":           imdsV2,
-	"secrets.env-secret-shape":      envSecretShape,
-	"host.honeyfile":                honeyfile,
-	"host.bind-mounts":              bindMounts,
-	"host.engine-socket":            engineSocket,
-	"host.sysrq-trigger":            sysrqTrigger,
-	"host.proc-unmasked":            procUnmasked,
-	"host.mknod":                    hostMknod,
-	"host.kallsyms":                 hostKallsyms,
-	"privilege.root-uid":            rootUID,
-	"privilege.dangerous-caps":      dangerousCaps,
-	"privilege.no-new-privs":        noNewPrivs,
-	"privilege.seccomp":             seccompMode,
-	"privilege.userns-create":       usernsCreate,
-	"privilege.mount-fs":            mountFS,
-	"syscalls.bpf":                  sysBPF,
-	"syscalls.perf-event-open":      sysPerfEventOpen,
-	"syscalls.keyctl":               sysKeyctl,
-	"syscalls.userfaultfd":          sysUserfaultfd,
-	"syscalls.unshare":              sysUnshare,
-	"syscalls.mount":                sysMount,
-	"syscalls.io-uring-setup":       sysIOUringSetup,
-	"syscalls.personality":          sysPersonality,
-	"syscalls.add-key":              moreSyscallProbe("add_key"),
-	"syscalls.request-key":          moreSyscallProbe("request_key"),
-	"syscalls.setns":                moreSyscallProbe("setns"),
-	"syscalls.umount2":              moreSyscallProbe("umount2"),
-	"syscalls.pivot-root":           moreSyscallProbe("pivot_root"),
-	"syscalls.clock-settime":        moreSyscallProbe("clock_settime"),
-	"syscalls.settimeofday":         moreSyscallProbe("settimeofday"),
-	"syscalls.adjtimex":             moreSyscallProbe("adjtimex"),
-	"syscalls.swapon":               moreSyscallProbe("swapon"),
-	"syscalls.swapoff":              moreSyscallProbe("swapoff"),
-	"syscalls.reboot":               moreSyscallProbe("reboot"),
-	"syscalls.acct":                 moreSyscallProbe("acct"),
-	"syscalls.syslog":               moreSyscallProbe("syslog"),
-	"syscalls.quotactl":             moreSyscallProbe("quotactl"),
-	"syscalls.fanotify-init":        moreSyscallProbe("fanotify_init"),
-	"syscalls.fsopen":               moreSyscallProbe("fsopen"),
-	"syscalls.open-tree":            moreSyscallProbe("open_tree"),
-	"syscalls.move-mount":           moreSyscallProbe("move_mount"),
-	"syscalls.kcmp":                 moreSyscallProbe("kcmp"),
-	"syscalls.pidfd-getfd":          moreSyscallProbe("pidfd_getfd"),
-	"syscalls.open-by-handle-at":    moreSyscallProbe("open_by_handle_at"),
-	"syscalls.vhangup":              sysVhangup,
-	"workload.transform-compute":    workloadCompute,
-	"workload.transform-subprocess": workloadSubprocess,
-	"workload.transform-threads":    workloadThreads,
-	"workload.transform-scratch":    workloadScratch,
-	"fingerprint.runtime":           fingerprintRuntime,
-	"resources.fork-bomb":           forkBomb,
-	"resources.memory":              memoryBomb,
-	"resources.disk-fill":           diskFill,
-	"persistence.rootfs-write":      rootfsWrite,
-	"persistence.marker-next-run":   markerNextRun,
-	"persistence.shell-startup":     shellStartup,
-	"metadata.gcp":                  metadataGCP,
-	"metadata.azure":                metadataAzure,
-	"metadata.ip-encodings":         metadataIPEncodings,
-	"metadata.redirect":             metadataRedirect,
-	"egress.tcp-ports":              egressTCPPortsProbe,
-	"egress.udp":                    egressUDPProbe,
-	"egress.dns-exfil":              dnsExfil,
-	"egress.dns-direct":             dnsDirect,
-	"egress.package-mirror":         packageMirror,
-	"egress.dns-alt-port":           dnsAltPort,
-	"metadata.dns-rebinding":        metadataDNSRebinding,
-	"metadata.ecs-task-role":        metadataECSTaskRole,
-	"metadata.alibaba":              metadataAlibaba,
-}
+// registry holds one entry per catalog ID, and registeredIn the source file
+// that registered it; registry_test.go checks that they cover the catalog
+// exactly and that each probe is registered and implemented in a file of its
+// family.
+var (
+	registry     = map[string]Func{}
+	registeredIn = map[string]string{}
+)
 
-// register adds the implementations of one family file; each file of the
-// later families calls it from init, so that files do not contend for the
-// map above. A duplicate ID is a build defect.
+// register adds the probes of one file: every file that implements probes
+// calls it once, from init, with the probes it implements, and only those of
+// its family (the family is the ID's first segment and the file's name up to
+// its first "_" or ".go": egress.udp lives in egress*.go). A duplicate ID is a
+// build defect.
 func register(m map[string]Func) {
+	_, file, _, _ := runtime.Caller(1)
 	for id, f := range m {
 		if _, dup := registry[id]; dup {
 			panic("probe " + id + " registered twice")
 		}
 		registry[id] = f
+		registeredIn[id] = file
 	}
 }
 

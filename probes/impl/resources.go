@@ -19,6 +19,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"resources.fork-bomb": forkBomb,
+		"resources.memory":    memoryBomb,
+	})
+}
+
 // Fork bomb bounds. The catalog bounds the bomb at 512 processes.
 const (
 	forkBound = 512

@@ -12,6 +12,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"resources.disk-fill": diskFill})
+}
+
 // Disk fill bounds (catalog: 256 MiB), written in 1 MiB chunks.
 const (
 	diskBoundMiB = 256

@@ -12,6 +12,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"secrets.env-secret-shape": envSecretShape})
+}
+
 // valueShapes are secret formats recognisable from the value alone (shared
 // with the output gate).
 var valueShapes = secretshape.Shapes

@@ -12,6 +12,19 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"syscalls.bpf":             sysBPF,
+		"syscalls.perf-event-open": sysPerfEventOpen,
+		"syscalls.keyctl":          sysKeyctl,
+		"syscalls.userfaultfd":     sysUserfaultfd,
+		"syscalls.unshare":         sysUnshare,
+		"syscalls.mount":           sysMount,
+		"syscalls.io-uring-setup":  sysIOUringSetup,
+		"syscalls.personality":     sysPersonality,
+	})
+}
+
 // Each syscall probe calls the syscall once with arguments that fail
 // harmlessly when the call is allowed, so the errno tells where it stopped:
 // EPERM/EACCES (seccomp's usual answer, or an LSM or capability check) and

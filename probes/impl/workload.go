@@ -18,6 +18,15 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"workload.transform-compute":    workloadCompute,
+		"workload.transform-subprocess": workloadSubprocess,
+		"workload.transform-threads":    workloadThreads,
+		"workload.transform-scratch":    workloadScratch,
+	})
+}
+
 // The workload probes do what a normal task does, to show the sandbox stays
 // usable. Their outcome follows the policy's convention for workloads:
 // escaped means the action went through (what a profile's must_succeed

@@ -19,6 +19,15 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"metadata.gcp":          metadataGCP,
+		"metadata.azure":        metadataAzure,
+		"metadata.ip-encodings": metadataIPEncodings,
+		"metadata.redirect":     metadataRedirect,
+	})
+}
+
 // metadataGCP asks the GCE metadata server for the default service
 // account's access token, with the Metadata-Flavor header its client
 // libraries send. Any HTTP answer from the metadata address is an escape.

@@ -25,11 +25,7 @@ import (
 // by its command line and kills it. Found means the box let a task's process
 // meet the next task.
 func init() {
-	register(map[string]Func{
-		"persistence.background-process": lingerProbe("plain"),
-		"resources.sigterm-ignore":       lingerProbe("noterm"),
-		"resources.setsid-daemon":        lingerProbe("daemon"),
-	})
+	register(map[string]Func{"persistence.background-process": backgroundProcess})
 	registerChild(map[string]func([]string) int{"linger": childLinger})
 }
 
@@ -48,23 +44,26 @@ var lingerKinds = map[string]string{
 	"daemon": "a double-forked setsid daemon",
 }
 
+// backgroundProcess plants or looks for a plain background process.
+func backgroundProcess(ctx context.Context, p probes.Params) probes.Result {
+	return lingerProbe(ctx, p, "plain")
+}
+
 // lingerProbe plants (phase plant) or looks for (phase check) a lingering
-// process of one kind.
-func lingerProbe(kind string) Func {
-	return func(ctx context.Context, p probes.Params) probes.Result {
-		marker := fileSafe(p.Marker)
-		e := ev{}
-		if marker == "" {
-			return inconclusive("no marker given (--marker)", e)
-		}
-		switch p.Phase {
-		case "plant":
-			return plantLinger(ctx, kind, marker, e)
-		case "check":
-			return checkLinger(kind, marker, e)
-		}
-		return inconclusive(fmt.Sprintf("phase %q: want plant or check", p.Phase), e)
+// process of one kind; the probes of each family name their kind.
+func lingerProbe(ctx context.Context, p probes.Params, kind string) probes.Result {
+	marker := fileSafe(p.Marker)
+	e := ev{}
+	if marker == "" {
+		return inconclusive("no marker given (--marker)", e)
 	}
+	switch p.Phase {
+	case "plant":
+		return plantLinger(ctx, kind, marker, e)
+	case "check":
+		return checkLinger(kind, marker, e)
+	}
+	return inconclusive(fmt.Sprintf("phase %q: want plant or check", p.Phase), e)
 }
 
 // plantLinger starts the lingering process and waits for it to say it is up

@@ -12,6 +12,10 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"egress.package-mirror": packageMirror})
+}
+
 // mirrorRole is the role the harness's package mirror names in its reply
 // (netharness.RolePackageMirror).
 const mirrorRole = "package-mirror"

@@ -16,6 +16,13 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"egress.dns-exfil":  dnsExfil,
+		"egress.dns-direct": dnsDirect,
+	})
+}
+
 // exfilLabel marks exfiltration names in the harness zone:
 // "<token>.<probe-id>.x.<zone>" (canary.ExfilLabel).
 const exfilLabel = "x"

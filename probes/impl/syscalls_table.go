@@ -13,6 +13,33 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{
+		"syscalls.add-key":           moreSyscallProbe("add_key"),
+		"syscalls.request-key":       moreSyscallProbe("request_key"),
+		"syscalls.setns":             moreSyscallProbe("setns"),
+		"syscalls.umount2":           moreSyscallProbe("umount2"),
+		"syscalls.pivot-root":        moreSyscallProbe("pivot_root"),
+		"syscalls.clock-settime":     moreSyscallProbe("clock_settime"),
+		"syscalls.settimeofday":      moreSyscallProbe("settimeofday"),
+		"syscalls.adjtimex":          moreSyscallProbe("adjtimex"),
+		"syscalls.swapon":            moreSyscallProbe("swapon"),
+		"syscalls.swapoff":           moreSyscallProbe("swapoff"),
+		"syscalls.reboot":            moreSyscallProbe("reboot"),
+		"syscalls.acct":              moreSyscallProbe("acct"),
+		"syscalls.syslog":            moreSyscallProbe("syslog"),
+		"syscalls.quotactl":          moreSyscallProbe("quotactl"),
+		"syscalls.fanotify-init":     moreSyscallProbe("fanotify_init"),
+		"syscalls.fsopen":            moreSyscallProbe("fsopen"),
+		"syscalls.open-tree":         moreSyscallProbe("open_tree"),
+		"syscalls.move-mount":        moreSyscallProbe("move_mount"),
+		"syscalls.kcmp":              moreSyscallProbe("kcmp"),
+		"syscalls.pidfd-getfd":       moreSyscallProbe("pidfd_getfd"),
+		"syscalls.open-by-handle-at": moreSyscallProbe("open_by_handle_at"),
+		"syscalls.vhangup":           sysVhangup,
+	})
+}
+
 // The rest of the syscalls family (PROBES.md), one probe per syscall, table
 // driven. Each entry calls its syscall once with arguments that cannot do
 // anything when the call is allowed: an invalid flag or magic number, a path

@@ -12,24 +12,14 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
+func init() {
+	register(map[string]Func{"metadata.dns-rebinding": metadataDNSRebinding})
+}
+
 // rebindPrefix starts the DNS canary's rebinding names, "rebind-<id>.<zone>"
 // (canary.RebindPrefix): the first A lookup answers the outside address,
 // every later one the metadata address.
 const rebindPrefix = "rebind-"
-
-// dnsAltPort queries the harness's resolver on its alternate port, over UDP
-// and TCP, with the token in the name. Any answer is an escape: a filter
-// that watches only port 53 lets DNS on another port through.
-func dnsAltPort(ctx context.Context, p probes.Params) probes.Result {
-	e := ev{}
-	if p.DNSAltAddr == "" || p.DNSZone == "" {
-		return noAddress("alternate-port resolver", e)
-	}
-	if answered := queryUDPAndTCP(ctx, p.DNSAltAddr, exfilName(p, "egress.dns-alt-port"), e); len(answered) > 0 {
-		return escaped("a DNS server on an alternate port answered over "+strings.Join(answered, " and "), e)
-	}
-	return blocked("no DNS exchange on the alternate port was possible over UDP or TCP", e)
-}
 
 // rebindName is the probe's own rebinding name: its token, reduced to what
 // a DNS label holds.
