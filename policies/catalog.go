@@ -1,6 +1,14 @@
 package policies
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -30,4 +38,45 @@ func catalogData(criteria []string, specs []probes.Spec) map[string]any {
 		cs[i] = c
 	}
 	return map[string]any{"criteria": cs, "probes": ps}
+}
+
+// ErrDeadPattern is returned by New for a profile naming a probe pattern
+// that matches no probe of the catalog.
+var ErrDeadPattern = errors.New("profile pattern matches no probe of the catalog")
+
+// deadPatternsQuery lists the probe patterns of every profile that match no
+// catalog probe, matched as the criteria match them (glob, "." separating
+// segments).
+const deadPatternsQuery = `[sprintf("profile %s: %s pattern %q", [name, kind, p]) |
+	some name, prof in data.sandcheck.profiles.profiles
+	some kind in ["must_block", "must_succeed"]
+	some p in object.get(prof, kind, [])
+	count({id | some id, _ in data.catalog.probes; glob.match(p, ["."], id)}) == 0
+]`
+
+// checkProfilePatterns evaluates the profiles of the loaded policy (opts:
+// its modules and data) against the catalog and fails on every pattern that
+// names no probe: a must_block or must_succeed list naming nothing would
+// make the profile's requirement hold vacuously.
+func checkProfilePatterns(ctx context.Context, opts []func(*rego.Rego)) error {
+	rs, err := rego.New(append(slices.Clone(opts), rego.Query(deadPatternsQuery))...).Eval(ctx)
+	if err != nil {
+		return fmt.Errorf("checking the profiles' probe patterns: %w", err)
+	}
+	var dead []string
+	for _, r := range rs {
+		for _, e := range r.Expressions {
+			items, _ := e.Value.([]any)
+			for _, it := range items {
+				if s, ok := it.(string); ok {
+					dead = append(dead, s)
+				}
+			}
+		}
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	slices.Sort(dead)
+	return fmt.Errorf("loading the profiles (package sandcheck.profiles): %s: %w", strings.Join(dead, "; "), ErrDeadPattern)
 }

@@ -88,7 +88,6 @@ func New(opts ...Option) (*Grader, error) {
 		store[k] = v
 	}
 	ropts := []func(*rego.Rego){
-		rego.Query(Query),
 		rego.Store(inmem.NewFromObject(store)),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
@@ -96,9 +95,12 @@ func New(opts ...Option) (*Grader, error) {
 	for _, m := range mods {
 		ropts = append(ropts, rego.Module(m.file, m.src))
 	}
-	q, err := rego.New(ropts...).PrepareForEval(context.Background())
+	q, err := rego.New(append(ropts, rego.Query(Query))...).PrepareForEval(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("compiling release policy: %w", err)
+	}
+	if err := checkProfilePatterns(context.Background(), ropts); err != nil {
+		return nil, err
 	}
 	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now}, nil
 }

@@ -5,7 +5,9 @@
 #
 # Replace this file (a user policy with a profiles.rego) to change them;
 # data.catalog still says what each probe expects, and a profile that names a
-# probe overrides the catalog for that profile.
+# probe overrides the catalog for that profile. Every pattern must match a
+# probe of the catalog: one that matches none is a load error (a requirement
+# that names nothing would hold vacuously).
 package sandcheck.profiles
 
 import rego.v1
@@ -77,12 +79,15 @@ profiles := {
 		"must_block": contained,
 		"must_succeed": ["workload.run-*"],
 	},
+	# The deliverable goes to the platform's publishing endpoint, which holds
+	# it for scan, preview and approval before it reaches the approved
+	# destination; the harness's tool broker stands for that endpoint.
 	"human-approved-publish": {
 		"summary": "Create an external message or deliverable",
 		"network": "allowlist",
-		"allowed_destinations": ["approved-destination"],
+		"allowed_destinations": ["tool-broker"],
 		"runtime_classes": any_class,
 		"must_block": contained,
-		"must_succeed": ["workload.publish-*", "egress.approved-destination"],
+		"must_succeed": ["workload.publish-*", "egress.tool-broker"],
 	},
 }

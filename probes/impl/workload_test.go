@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -60,5 +61,29 @@ func TestScratchDirsOrder(t *testing.T) {
 	d := scratchDirs()
 	if len(d) != 3 || d[0] != "/scratch" || d[1] != "/tmpdir" || d[2] != "/tmp" {
 		t.Errorf("scratchDirs() = %v", d)
+	}
+}
+
+// The generated program runs with the host's shell and prints what it
+// computes, its token included.
+func TestWorkloadRunCode(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	r := workloadRunCode(context.Background(), probes.Params{Token: "tokr"})
+	if r.Outcome != probes.Escaped {
+		t.Fatalf("%s %q %v", r.Outcome, r.Detail, r.Evidence)
+	}
+}
+
+// The capped writer keeps its bound whatever it is given.
+func TestCappedWriter(t *testing.T) {
+	var b bytes.Buffer
+	c := &capped{buf: &b, max: 10}
+	for range 5 {
+		if n, err := c.Write([]byte("0123456")); n != 7 || err != nil {
+			t.Fatalf("write: %d %v", n, err)
+		}
+	}
+	if b.Len() != 10 {
+		t.Errorf("kept %d bytes, want 10", b.Len())
 	}
 }
