@@ -132,3 +132,18 @@ test_coverage_warns_when_required_probes_did_not_run if {
 	some f in criteria.warn_coverage with input as fixtures.record_base with data.catalog as cat
 	f.msg == "profile high-risk-code requires probes matching egress.* to be blocked; none ran"
 }
+
+test_publish_reaches_only_its_publishing_endpoint if {
+	rec := as_profile("human-approved-publish", object.union(fixtures.record_base, {"results": [egress_result("tool-broker")]}))
+	count(criteria.pass_destination) == 1 with input as rec
+	count(criteria.deny_destination) == 0 with input as rec
+	bad := as_profile("human-approved-publish", object.union(fixtures.record_base, {"results": [egress_result("package-mirror")]}))
+	count(criteria.deny_destination) == 1 with input as bad
+}
+
+test_every_profile_requires_a_workload if {
+	every _, p in profiles.profiles {
+		some pattern in p.must_succeed
+		startswith(pattern, "workload.")
+	}
+}
