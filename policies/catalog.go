@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/sandcheck/sandcheck/probes"
@@ -54,12 +56,34 @@ const deadPatternsQuery = `[sprintf("profile %s: %s pattern %q", [name, kind, p]
 	count({id | some id, _ in data.catalog.probes; glob.match(p, ["."], id)}) == 0
 ]`
 
-// checkProfilePatterns evaluates the profiles of the loaded policy (opts:
-// its modules and data) against the catalog and fails on every pattern that
-// names no probe: a must_block or must_succeed list naming nothing would
-// make the profile's requirement hold vacuously.
-func checkProfilePatterns(ctx context.Context, opts []func(*rego.Rego)) error {
-	rs, err := rego.New(append(slices.Clone(opts), rego.Query(deadPatternsQuery))...).Eval(ctx)
+// profilesPackage finds the modules of the profiles' package (and its
+// subpackages); the check needs only them, which keeps it from compiling the
+// whole policy a second time.
+var profilesPackage = regexp.MustCompile(`(?m)^package\s+sandcheck\.profiles(\.|\s|$)`)
+
+// checkProfilePatterns evaluates the profiles of the loaded policy (base:
+// its data and settings; mods: its modules) against the catalog and fails on
+// every pattern that names no probe: a must_block or must_succeed list
+// naming nothing would make the profile's requirement hold vacuously. When
+// the profiles' modules refer to no other package (the embedded ones do not)
+// it compiles only them, not the whole policy a second time.
+func checkProfilePatterns(ctx context.Context, base []func(*rego.Rego), mods []module) error {
+	var own []func(*rego.Rego)
+	alone := true
+	for _, m := range mods {
+		if profilesPackage.MatchString(m.src) {
+			own = append(own, rego.Module(m.file, m.src))
+			alone = alone && selfContained(m)
+		}
+	}
+	if !alone {
+		own = own[:0]
+		for _, m := range mods {
+			own = append(own, rego.Module(m.file, m.src))
+		}
+	}
+	opts := append(slices.Clone(base), rego.Query(deadPatternsQuery))
+	rs, err := rego.New(append(opts, own...)...).Eval(ctx)
 	if err != nil {
 		return fmt.Errorf("checking the profiles' probe patterns: %w", err)
 	}
@@ -79,4 +103,28 @@ func checkProfilePatterns(ctx context.Context, opts []func(*rego.Rego)) error {
 	}
 	slices.Sort(dead)
 	return fmt.Errorf("loading the profiles (package sandcheck.profiles): %s: %w", strings.Join(dead, "; "), ErrDeadPattern)
+}
+
+// selfContained reports whether a module refers to data only under its own
+// package (and imports nothing else), so that it evaluates the same without
+// the policy's other modules. A module that does not parse is not.
+func selfContained(m module) bool {
+	mod, err := ast.ParseModuleWithOpts(m.file, m.src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return false
+	}
+	own := mod.Package.Path
+	for _, imp := range mod.Imports {
+		if ref, ok := imp.Path.Value.(ast.Ref); !ok || ref.HasPrefix(ast.DefaultRootRef) && !ref.HasPrefix(own) {
+			return false
+		}
+	}
+	ok := true
+	ast.WalkRefs(mod, func(r ast.Ref) bool {
+		if r.HasPrefix(ast.DefaultRootRef) && !r.HasPrefix(own) {
+			ok = false
+		}
+		return !ok
+	})
+	return ok
 }

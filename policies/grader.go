@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -87,19 +88,20 @@ func New(opts ...Option) (*Grader, error) {
 		}
 		store[k] = v
 	}
-	ropts := []func(*rego.Rego){
+	base := []func(*rego.Rego){
 		rego.Store(inmem.NewFromObject(store)),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
 	}
+	ropts := append(slices.Clone(base), rego.Query(Query))
 	for _, m := range mods {
 		ropts = append(ropts, rego.Module(m.file, m.src))
 	}
-	q, err := rego.New(append(ropts, rego.Query(Query))...).PrepareForEval(context.Background())
+	q, err := rego.New(ropts...).PrepareForEval(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("compiling release policy: %w", err)
 	}
-	if err := checkProfilePatterns(context.Background(), ropts); err != nil {
+	if err := checkProfilePatterns(context.Background(), base, mods); err != nil {
 		return nil, err
 	}
 	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now}, nil
