@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandcheck/sandcheck/probes"
@@ -85,5 +86,33 @@ func TestCappedWriter(t *testing.T) {
 	}
 	if b.Len() != 10 {
 		t.Errorf("kept %d bytes, want 10", b.Len())
+	}
+}
+
+// Without a shell the generated program cannot run: the workload is blocked,
+// and it says what it looked for.
+func TestWorkloadRunCodeWithoutShell(t *testing.T) {
+	saved := runShells
+	t.Cleanup(func() { runShells = saved })
+	runShells = []string{filepath.Join(t.TempDir(), "no-sh")}
+	r := workloadRunCode(context.Background(), probes.Params{Token: "tokr"})
+	if r.Outcome != probes.Blocked || r.Evidence["looked_for"] == "" {
+		t.Fatalf("%s %q %v, want blocked naming the shells looked for", r.Outcome, r.Detail, r.Evidence)
+	}
+}
+
+// An interpreter that does not run the program as written (here one that
+// prints a fixed answer) is not a success.
+func TestWorkloadRunCodeWrongAnswer(t *testing.T) {
+	saved := runShells
+	t.Cleanup(func() { runShells = saved })
+	fake := filepath.Join(t.TempDir(), "sh")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho sum 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runShells = []string{fake}
+	r := workloadRunCode(context.Background(), probes.Params{Token: "tokr"})
+	if r.Outcome != probes.Inconclusive || !strings.HasPrefix(r.Evidence["output"], "sum 1") {
+		t.Fatalf("%s %q %v, want inconclusive with the output", r.Outcome, r.Detail, r.Evidence)
 	}
 }
