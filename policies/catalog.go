@@ -69,9 +69,11 @@ var profilesPackage = regexp.MustCompile(`(?m)^package\s+sandcheck\.profiles(\.|
 // it compiles only them, not the whole policy a second time.
 func checkProfilePatterns(ctx context.Context, base []func(*rego.Rego), mods []module) error {
 	var own []func(*rego.Rego)
+	var files []string
 	alone := true
 	for _, m := range mods {
 		if profilesPackage.MatchString(m.src) {
+			files = append(files, m.file)
 			own = append(own, rego.Module(m.file, m.src))
 			alone = alone && selfContained(m)
 		}
@@ -102,7 +104,8 @@ func checkProfilePatterns(ctx context.Context, base []func(*rego.Rego), mods []m
 		return nil
 	}
 	slices.Sort(dead)
-	return fmt.Errorf("loading the profiles (package sandcheck.profiles): %s: %w", strings.Join(dead, "; "), ErrDeadPattern)
+	return fmt.Errorf("loading the profiles (package sandcheck.profiles, %s): %s: %w",
+		strings.Join(files, ", "), strings.Join(dead, "; "), ErrDeadPattern)
 }
 
 // selfContained reports whether a module refers to data only under its own

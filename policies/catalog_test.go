@@ -54,6 +54,9 @@ func TestUserProfilesWithDeadPatternFailToLoad(t *testing.T) {
 	if !errors.Is(err, ErrDeadPattern) || !strings.Contains(err.Error(), `must_block pattern "egress.typo-*"`) {
 		t.Fatalf("New = %v, want ErrDeadPattern naming egress.typo-*", err)
 	}
+	if !strings.Contains(err.Error(), filepath.Join(dir, "profiles.rego")) {
+		t.Errorf("error %q does not name the user's file", err)
+	}
 }
 
 // A user's profiles that take their lists from another package are checked
