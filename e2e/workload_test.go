@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/netip"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -127,5 +128,41 @@ func TestWorkloadsConfirmedOnTheirReferences(t *testing.T) {
 				t.Errorf("%d results, want the %d workload probes", len(rec.Results), want)
 			}
 		})
+	}
+}
+
+// TestWeakGVisorWorkloadsGoThrough runs the workload family on the weak
+// reference under gVisor: every workload, the network ones included, goes
+// through under runsc as under runc, and each canary a workload names saw
+// the probe's token.
+func TestWeakGVisorWorkloadsGoThrough(t *testing.T) {
+	binDir(t)
+	if out, err := exec.Command("docker", "info", "--format", "{{json .Runtimes}}").Output(); err != nil || !strings.Contains(string(out), `"runsc"`) {
+		t.Skipf("needs the runsc runtime in the Docker engine (err %v)", err)
+	}
+	r := sandcheck(t, "run", "--target", weakUnderGVisor(t), "--quiet", "--probes", "workload.*")
+	rec := r.mustRecord(t)
+	if r.code == 2 || len(rec.Errors) > 0 {
+		t.Fatalf("exit %d, errors %v\n%s", r.code, rec.Errors, r.stderr)
+	}
+	if len(rec.Results) == 0 {
+		t.Fatal("no workload probe ran")
+	}
+	for i, res := range rec.Results {
+		s, ok := probes.Lookup(res.Probe)
+		if !ok || s.Category != "workload" {
+			t.Errorf("%s ran in a workload-only run", res.Probe)
+			continue
+		}
+		if eff := rec.Effective(i); eff != probes.Escaped {
+			t.Errorf("%s under gVisor: effective %s, want escaped (%s: %s)", res.Probe, eff, res.Outcome, res.Detail)
+		}
+		for _, h := range s.Host {
+			if name, isCanary := strings.CutPrefix(h, "canary:"); isCanary {
+				if _, hit := hostItem(res, evidence.SourceCanary, name+"-hit"); !hit {
+					t.Errorf("%s under gVisor: no %s canary hit with the probe's token (%+v)", res.Probe, name, res.Evidence)
+				}
+			}
+		}
 	}
 }
