@@ -1,6 +1,9 @@
 package reports
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -83,6 +86,10 @@ func hardenedRecord() *evidence.Record {
 func weakRecord() *evidence.Record {
 	rec := baseRecord("weak")
 	rec.Runtime = "runc"
+	// The target file is in testdata, unchanged since the run: SARIF
+	// results point at its lines.
+	rec.Target.Path = "testdata/targets/weak.yaml"
+	rec.Target.Digest = fileDigest("testdata/targets/weak.yaml")
 	rec.Results = []evidence.Result{
 		res("metadata.aws-imdsv1", "no-ambient-cloud-identity", probes.Blocked, "timeout",
 			host(evidence.SourceCanary, "metadata", probes.Escaped, "GET /latest/meta-data/iam/ token t1")),
@@ -142,4 +149,14 @@ var cases = []struct {
 	{"weak", weakRecord},
 	{"hostile", hostileRecord},
 	{"ungraded", ungradedRecord},
+}
+
+// fileDigest is a file's digest as a record carries it; a missing file
+// gives a digest that matches nothing.
+func fileDigest(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "sha256:missing"
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }

@@ -102,10 +102,11 @@ func TestJUnitHostileStaysData(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("hostile record gives invalid XML: %v", err)
 	}
-	if doc.Tests != 2 || doc.Failures != 2 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 2 {
+	// The criteria suite (12 criteria, 2 failed), then the host suite.
+	if doc.Tests != 14 || doc.Failures != 4 || len(doc.Suites) != 2 || len(doc.Suites[1].Cases) != 2 {
 		t.Fatalf("unexpected shape: %+v", doc)
 	}
-	c := doc.Suites[0].Cases[0]
+	c := doc.Suites[1].Cases[0]
 	if c.Failure == nil || !strings.Contains(c.Failure.Body, "</failure>]]><script>") {
 		t.Errorf("hostile detail did not survive as text: %+v", c.Failure)
 	}
@@ -114,7 +115,7 @@ func TestJUnitHostileStaysData(t *testing.T) {
 			t.Errorf("output carries %q", bad)
 		}
 	}
-	if c := doc.Suites[0].Cases[1]; c.Name != "host.evil|x" || c.Classname != "made-up</classname>" {
+	if c := doc.Suites[1].Cases[1]; c.Name != "host.evil|x" || c.Classname != "made-up</classname>" {
 		t.Errorf("forged names changed: %q %q", c.Name, c.Classname)
 	}
 }
