@@ -168,8 +168,8 @@ func Risks(rec *evidence.Record) []Risk {
 	}
 
 	var untested []string
-	for i, r := range rec.Results {
-		if rec.Effective(i) == outcomeNotTested {
+	for _, r := range rec.Results {
+		if effective(rec.Verdict, r) == outcomeNotTested {
 			untested = append(untested, plain(r.Probe))
 		}
 	}
