@@ -15,6 +15,7 @@ import (
 func exitOf(t *testing.T, c *cobra.Command, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
+	c.SilenceErrors, c.SilenceUsage = true, true
 	c.SetOut(&out)
 	c.SetErr(&out)
 	c.SetArgs(args)
