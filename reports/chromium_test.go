@@ -14,12 +14,12 @@ import (
 // chromium returns Debian's headless browser, or skips with the reason.
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed (apt-get install chromium; scripts/setup.sh installs it): the HTML report is not rendered")
+	t.Skip("neither chromium nor google-chrome is installed (apt-get install chromium; scripts/setup.sh installs it on Debian): the HTML report is not rendered")
 	return ""
 }
 
