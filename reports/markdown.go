@@ -195,7 +195,8 @@ func findings(rec *evidence.Record) []finding {
 }
 
 // criterionFindings are the reasons of failed or unconfirmed criteria that
-// name no probe (a writable engine socket, a missing control).
+// name no probe (a writable engine socket, a missing control), each once
+// however many sandboxes showed it.
 func criterionFindings(v *evidence.Verdict) []evidence.Criterion {
 	if v == nil {
 		return nil
@@ -207,7 +208,11 @@ func criterionFindings(v *evidence.Verdict) []evidence.Criterion {
 		}
 		var rs []string
 		for _, r := range c.Reasons {
-			if _, ok := reasonProbe(r); !ok {
+			if _, ok := reasonProbe(r); ok {
+				continue
+			}
+			// One line per finding, not one per sandbox it was seen in.
+			if r = withoutSandbox(r); !slices.Contains(rs, r) {
 				rs = append(rs, r)
 			}
 		}

@@ -233,10 +233,18 @@ func (SARIF) Write(w io.Writer, rec *evidence.Record) error {
 			if c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
 				continue
 			}
+			seen := map[string]bool{}
 			for _, reason := range c.Reasons {
 				if p, ok := reasonProbe(reason); ok && shown[p] {
 					continue // shown with its probe's result
 				}
+				// The same finding in every sandbox of the run is one alert,
+				// and its fingerprint must not carry the run's sandbox names.
+				reason = withoutSandbox(reason)
+				if seen[reason] {
+					continue
+				}
+				seen[reason] = true
 				i := rule(criterionRule(c.ID))
 				kind, level := "fail", "error"
 				if c.Status == evidence.StatusUnconfirmed {
@@ -387,4 +395,18 @@ func uniq(ss ...string) []string {
 		}
 	}
 	return out
+}
+
+// withoutSandbox drops the leading "sandbox <name> " of a verdict reason:
+// sandbox names carry the run's ID, so a reason without it reads the same in
+// every sandbox and every run.
+func withoutSandbox(reason string) string {
+	rest, ok := strings.CutPrefix(reason, "sandbox ")
+	if !ok {
+		return reason
+	}
+	if _, after, ok := strings.Cut(rest, " "); ok && after != "" {
+		return after
+	}
+	return reason
 }

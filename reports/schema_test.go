@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -65,4 +66,46 @@ func TestSARIFValidAgainstOfficialSchema(t *testing.T) {
 	if err := validate(t, s, bad); err == nil {
 		t.Error("the schema accepts a log without runs: it validates nothing")
 	}
+}
+
+// The SARIF log of a full weak run of this machine is valid against the
+// official schema too, and holds only findings: no result for the 5
+// not-applicable probes or for anything that held.
+func TestSARIFOfFullWeakRun(t *testing.T) {
+	s := compileSchema(t, "testdata/sarif-schema-2.1.0.json")
+	rec := fullWeak(t)
+	// From the repository's root the record's target file is found, and it
+	// is still the one that ran, so results point at its lines.
+	t.Chdir("..")
+	var b bytes.Buffer
+	if err := (SARIF{}).Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(t, s, b.Bytes()); err != nil {
+		t.Fatalf("not valid: %v", err)
+	}
+	var log sarifLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	probeResults, lines := 0, map[int]int{}
+	for _, r := range log.Runs[0].Results {
+		if r.Kind != "fail" && r.Kind != "review" {
+			t.Errorf("%s: kind %s", r.RuleID, r.Kind)
+		}
+		if !strings.HasPrefix(r.RuleID, "criterion.") {
+			probeResults++
+		}
+		lines[r.Locations[0].PhysicalLocation.Region.StartLine]++
+	}
+	if want := len(findings(rec)); probeResults != want {
+		t.Errorf("%d probe results in SARIF, %d findings in the record", probeResults, want)
+	}
+	if len(lines) < 5 {
+		t.Errorf("results on %d distinct lines of the target file: %v", len(lines), lines)
+	}
+	if n := len(log.Runs[0].Results) - probeResults; n > 100 {
+		t.Errorf("%d criterion results: the same finding per sandbox is not one alert", n)
+	}
+	t.Logf("%d results (%d about probes) on %d distinct lines of %s, %d bytes", len(log.Runs[0].Results), probeResults, len(lines), rec.Target.Path, b.Len())
 }
