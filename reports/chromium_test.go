@@ -114,3 +114,30 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Errorf("a page with a forbidden inline script shows no console error: the check sees nothing\n%s", log)
 	}
 }
+
+// The history and comparison pages render without console errors too.
+func TestHistoryAndComparePagesRenderInChromium(t *testing.T) {
+	bin := chromium(t)
+	runs := []Stored{{"weak/run.json", fullWeak(t)}, {"hardened/run.json", hardenedRecord()}, {"weak-fixture/run.json", weakRecord()}}
+	dir := t.TempDir()
+	var hist, cmp bytes.Buffer
+	if err := WriteHistoryHTML(&hist, History(runs)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCompareHTML(&cmp, Compare(runs)); err != nil {
+		t.Fatal(err)
+	}
+	for name, page := range map[string][]byte{"history.html": hist.Bytes(), "compare.html": cmp.Bytes()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, page, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dom, log := render(t, bin, path, "--dump-dom")
+		if errs := consoleErrors(log); len(errs) > 0 {
+			t.Errorf("%s: console errors:\n%s", name, strings.Join(errs, "\n"))
+		}
+		if !strings.Contains(dom, "<table>") || !strings.Contains(dom, "weak-reference") {
+			t.Errorf("%s: rendered DOM lacks the table", name)
+		}
+	}
+}
