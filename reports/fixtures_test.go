@@ -141,6 +141,26 @@ func ungradedRecord() *evidence.Record {
 	return rec
 }
 
+// notTestedRecord has a probe the runner could not test and one with an
+// outcome this build does not know: both are counted and shown, never
+// passed.
+func notTestedRecord() *evidence.Record {
+	rec := hardenedRecord()
+	rec.RunID = "run-not-tested"
+	rec.Runner, rec.Runtime = "process", ""
+	rec.Results = append(rec.Results,
+		res("egress.icmp", "default-deny-egress", outcomeNotTested, "the process runner has no network namespace of its own to test"),
+		res("egress.udp", "default-deny-egress", probes.Outcome("half-escaped"), "a future outcome"))
+	rec.Verdict.Pass = false
+	for i, c := range rec.Verdict.Criteria {
+		if c.ID == "default-deny-egress" {
+			rec.Verdict.Criteria[i] = evidence.Criterion{ID: c.ID, Status: evidence.StatusUnconfirmed, Reasons: []string{
+				"probe egress.udp has an unknown outcome \"half-escaped\"", "probe egress.icmp was not tested: the process runner has no network namespace of its own to test"}}
+		}
+	}
+	return rec
+}
+
 var cases = []struct {
 	name string
 	rec  func() *evidence.Record
@@ -149,6 +169,7 @@ var cases = []struct {
 	{"weak", weakRecord},
 	{"hostile", hostileRecord},
 	{"ungraded", ungradedRecord},
+	{"not-tested", notTestedRecord},
 }
 
 // fileDigest is a file's digest as a record carries it; a missing file

@@ -204,8 +204,11 @@ func (SARIF) Write(w io.Writer, rec *evidence.Record) error {
 		return map[string]string{"sandcheckTargetFinding/v1": plain(rec.Target.Name) + ":" + plain(id)}
 	}
 	shown := map[string]bool{}
+	counts := map[string]int{}
+	run.Properties["results"] = counts
 	for _, r := range rec.Results {
 		st, msg, _ := classify(rec.Verdict, r)
+		counts[string(st)]++
 		var kind, level string
 		switch st {
 		case stateFail:
