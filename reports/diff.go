@@ -182,16 +182,17 @@ func Diff(old, cur *evidence.Record) RunDiff {
 	return d
 }
 
-// runtimeVersion is the runtime's version where the record carries one
-// (the runtime view's "runtime_version" label), else "".
+// RuntimeVersionLabel is the runtime-view label a runner sets to the
+// runtime's version (runc, runsc, bwrap); Diff names a change of it. Records
+// without it compare by runtime name only.
+const RuntimeVersionLabel = "sandcheck.runtime-version"
+
+// runtimeVersion is the runtime's version where the record carries one,
+// else "".
 func runtimeVersion(rec *evidence.Record) string {
 	for _, s := range rec.Sandboxes {
-		if s.View != nil {
-			for _, k := range []string{"sandcheck.runtime-version", "runtime_version"} {
-				if v := s.View.Labels[k]; v != "" {
-					return v
-				}
-			}
+		if s.View != nil && s.View.Labels[RuntimeVersionLabel] != "" {
+			return s.View.Labels[RuntimeVersionLabel]
 		}
 	}
 	return ""

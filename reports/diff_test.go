@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // checkGolden compares got with testdata/name; -update rewrites it.
@@ -84,6 +85,8 @@ func TestDiffChangedEvidence(t *testing.T) {
 	old := hardenedRecord()
 	cur := hardenedRecord()
 	cur.Host.Kernel = "6.12.0-1-amd64"
+	old.Sandboxes = []evidence.Sandbox{{ID: "s", View: &runners.RuntimeView{NetworkMode: "none"}}}
+	cur.Sandboxes = []evidence.Sandbox{{ID: "s", View: &runners.RuntimeView{NetworkMode: "none", Labels: map[string]string{RuntimeVersionLabel: "1.1.12"}}}}
 	cur.Image.Digest = "sha256:cafe"
 	cur.Results[2].Evidence = append(cur.Results[2].Evidence, host(evidence.SourceTracer, "syscall", probes.Blocked, "bpf EPERM"))
 	d := Diff(old, cur)
@@ -93,7 +96,8 @@ func TestDiffChangedEvidence(t *testing.T) {
 	if len(d.ChangedEvidence) != 1 || d.ChangedEvidence[0].Probe != "syscalls.bpf" || d.ChangedEvidence[0].Message != "now tracer/syscall (blocked)" {
 		t.Errorf("changed evidence %+v", d.ChangedEvidence)
 	}
-	if len(d.Material) != 2 || d.Material[0].What != "host kernel" || d.Material[1].What != "image digest" {
+	if len(d.Material) != 3 || d.Material[0].What != "runtime version" || d.Material[0].New != "1.1.12" ||
+		d.Material[1].What != "host kernel" || d.Material[2].What != "image digest" {
 		t.Errorf("material %+v", d.Material)
 	}
 }
