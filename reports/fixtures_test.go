@@ -1,6 +1,9 @@
 package reports
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -83,6 +86,10 @@ func hardenedRecord() *evidence.Record {
 func weakRecord() *evidence.Record {
 	rec := baseRecord("weak")
 	rec.Runtime = "runc"
+	// The target file is in testdata, unchanged since the run: SARIF
+	// results point at its lines.
+	rec.Target.Path = "testdata/targets/weak.yaml"
+	rec.Target.Digest = fileDigest("testdata/targets/weak.yaml")
 	rec.Results = []evidence.Result{
 		res("metadata.aws-imdsv1", "no-ambient-cloud-identity", probes.Blocked, "timeout",
 			host(evidence.SourceCanary, "metadata", probes.Escaped, "GET /latest/meta-data/iam/ token t1")),
@@ -134,6 +141,26 @@ func ungradedRecord() *evidence.Record {
 	return rec
 }
 
+// notTestedRecord has a probe the runner could not test and one with an
+// outcome this build does not know: both are counted and shown, never
+// passed.
+func notTestedRecord() *evidence.Record {
+	rec := hardenedRecord()
+	rec.RunID = "run-not-tested"
+	rec.Runner, rec.Runtime = "process", ""
+	rec.Results = append(rec.Results,
+		res("egress.icmp", "default-deny-egress", outcomeNotTested, "the process runner has no network namespace of its own to test"),
+		res("egress.udp", "default-deny-egress", probes.Outcome("half-escaped"), "a future outcome"))
+	rec.Verdict.Pass = false
+	for i, c := range rec.Verdict.Criteria {
+		if c.ID == "default-deny-egress" {
+			rec.Verdict.Criteria[i] = evidence.Criterion{ID: c.ID, Status: evidence.StatusUnconfirmed, Reasons: []string{
+				"probe egress.udp has an unknown outcome \"half-escaped\"", "probe egress.icmp was not tested: the process runner has no network namespace of its own to test"}}
+		}
+	}
+	return rec
+}
+
 var cases = []struct {
 	name string
 	rec  func() *evidence.Record
@@ -142,4 +169,15 @@ var cases = []struct {
 	{"weak", weakRecord},
 	{"hostile", hostileRecord},
 	{"ungraded", ungradedRecord},
+	{"not-tested", notTestedRecord},
+}
+
+// fileDigest is a file's digest as a record carries it; a missing file
+// gives a digest that matches nothing.
+func fileDigest(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "sha256:missing"
+	}
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }

@@ -10,7 +10,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-var goldenExt = map[string]string{"json": ".json", "junit": ".xml", "markdown": ".md", "sarif": ".sarif", "html": ".html"}
+var goldenExt = map[string]string{"json": ".json", "junit": ".xml", "markdown": ".md", "sarif": ".sarif", "html": ".html", "risks": ".risks.json"}
 
 // TestGolden compares every format's output for every fixture with
 // testdata/<fixture><ext>; `go test ./reports -update` rewrites them.

@@ -21,7 +21,14 @@ const (
 	stateFail    state = "fail"
 	stateError   state = "error"
 	stateSkipped state = "skipped"
+	// stateNotTested: the runner could not test the probe; counted and
+	// shown, never a pass.
+	stateNotTested state = "not-tested"
 )
+
+// outcomeNotTested is the outcome the engine gives a probe the runner cannot
+// test (with the reason as detail).
+const outcomeNotTested probes.Outcome = "not-tested"
 
 // effective is the outcome after host evidence, as the verdict's per-result
 // grades give it; without a verdict, an item from any source but the probe
@@ -91,6 +98,9 @@ func classify(v *evidence.Verdict, r evidence.Result) (state, string, []citation
 	}
 	if msg, ok := first(evidence.StatusFail); ok {
 		return stateFail, msg, cites
+	}
+	if eff == outcomeNotTested {
+		return stateNotTested, "not tested: " + orNone(r.Detail), cites
 	}
 	// A waived finding is accepted residual risk: shown, not failed.
 	if msg, ok := first(evidence.StatusWaived); ok {

@@ -2,19 +2,25 @@ package reports
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
+	"sort"
 
 	"github.com/sandcheck/sandcheck/evidence"
 )
 
-// HTML writes one self-contained page for people who do not read JSON (an
-// auditor, a release manager): the verdict, each criterion with its reasons,
-// every result with its evidence, the tracer's view and timing. It has no
-// script and loads nothing; html/template escapes every string from the
-// record, and plain() takes out control and bidi characters first.
+// HTML writes one self-contained page for auditors and release managers:
+// the verdict, charts (criteria at a glance, outcomes by category, timing)
+// as inline SVG, the failures first with what the probe said beside what
+// the host saw and the remediation, the criteria, the residual-risk
+// register, waivers, every result, the kernel view, timing and the digests
+// of the run's files. It has no script and loads nothing (a content
+// security policy forbids it), and prints without its collapsed parts.
+// html/template escapes every string from the record, and plain() takes out
+// control and bidi characters first.
 type HTML struct{}
 
 var _ Writer = HTML{}
@@ -28,10 +34,29 @@ type htmlResult struct {
 	Evidence                                                                          []string
 }
 
+// htmlFinding is one failed or unconfirmed result, evidence split by who
+// observed it.
+type htmlFinding struct {
+	Probe, Severity, Effective, Expected, State, Message, Fix, Key string
+	Said, Saw, More                                                []string
+}
+
+// maxSideShown is how many evidence items per side a finding shows; the
+// rest (informative ones last) fold into "more".
+const maxSideShown = 2
+
+type htmlCriterion struct {
+	ID, Status, Summary string
+	Reasons             []string
+}
+
 type htmlPage struct {
 	Title, Verdict, VerdictClass string
 	Facts                        [][2]string
-	Criteria                     []evidence.Criterion
+	Findings                     []htmlFinding
+	CriterionFindings            []htmlCriterion
+	Criteria                     []htmlCriterion
+	Risks                        []Risk
 	Waivers, Expired             []evidence.WaiverUse
 	Warnings, Errors             []string
 	Results                      []htmlResult
@@ -39,60 +64,12 @@ type htmlPage struct {
 	Tracer                       *evidence.Tracer
 	Timing                       evidence.Timing
 	Started, Finished            string
+	Digests                      [][2]string
+	ChartCriteria, ChartCats     template.HTML
+	ChartTiming                  template.HTML
 }
 
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"plain": plain}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2rem;max-width:80rem;color:#1b1f24}
-table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}
-th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top;font-size:.9rem}
-th{background:#f6f8fa}
-code,pre{font-family:ui-monospace,monospace;font-size:.85rem;white-space:pre-wrap;word-break:break-word}
-.banner{padding:.8rem 1rem;border-radius:6px;font-size:1.2rem;font-weight:600}
-.PASS{background:#dafbe1}.FAIL{background:#ffebe9}.NOT{background:#fff8c5}
-.s-fail,.s-unconfirmed,.s-error{color:#cf222e;font-weight:600}.s-pass,.s-ok{color:#1a7f37}
-details summary{cursor:pointer}
-</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-<p class="banner {{.VerdictClass}}">{{.Verdict}}</p>
-<table>{{range .Facts}}<tr><th>{{index . 0}}</th><td><code>{{index . 1}}</code></td></tr>{{end}}</table>
-{{if .Criteria}}<h2>Criteria</h2>
-<table><tr><th>Criterion</th><th>Status</th><th>Reasons</th></tr>
-{{range .Criteria}}<tr><td><code>{{plain .ID}}</code></td><td class="s-{{plain .Status}}">{{plain .Status}}</td><td>{{range .Reasons}}<div><code>{{plain .}}</code></div>{{end}}</td></tr>
-{{end}}</table>{{end}}
-{{if .Waivers}}<h2>Applied waivers</h2>
-<table><tr><th>Waiver</th><th>Criterion</th><th>Probe</th><th>Owner</th><th>Expires</th><th>Reason</th></tr>
-{{range .Waivers}}<tr><td><code>{{plain .ID}}</code></td><td>{{plain .Criterion}}</td><td>{{plain .Probe}}</td><td>{{plain .Owner}}</td><td>{{plain .Expires}}</td><td>{{plain .Reason}}</td></tr>
-{{end}}</table>{{end}}
-{{if .Expired}}<h2>Expired waivers (no longer applied)</h2>
-<table><tr><th>Waiver</th><th>Criterion</th><th>Probe</th><th>Owner</th><th>Expires</th><th>Reason</th></tr>
-{{range .Expired}}<tr><td><code>{{plain .ID}}</code></td><td>{{plain .Criterion}}</td><td>{{plain .Probe}}</td><td>{{plain .Owner}}</td><td>{{plain .Expires}}</td><td>{{plain .Reason}}</td></tr>
-{{end}}</table>{{end}}
-{{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
-<h2>Results</h2>
-<p>{{len .Results}} results: {{index .Counts "ok"}} ok, {{index .Counts "fail"}} fail, {{index .Counts "error"}} error, {{index .Counts "skipped"}} skipped.</p>
-<table><tr><th>Probe</th><th>Criterion</th><th>Severity</th><th>Expected</th><th>Reported</th><th>Effective</th><th>Status</th><th>Why / evidence</th><th>s</th></tr>
-{{range .Results}}<tr><td><code>{{.Probe}}</code></td><td>{{.Criterion}}</td><td>{{.Severity}}</td><td>{{.Expected}}</td><td>{{.Reported}}</td><td>{{.Effective}}</td><td class="s-{{.State}}">{{.State}}</td>
-<td>{{if .Message}}<div><code>{{.Message}}</code></div>{{end}}<details><summary>{{len .Evidence}} evidence item(s)</summary>{{if .Detail}}<div><code>detail: {{.Detail}}</code></div>{{end}}{{range .Evidence}}<div><code>{{.}}</code></div>{{end}}</details></td><td>{{printf "%.2f" .Seconds}}</td></tr>
-{{end}}</table>
-{{with .Tracer}}<h2>Kernel view (eBPF tracer)</h2>
-<p>Status <code>{{plain .Status}}</code>{{if .Reason}} (<code>{{plain .Reason}}</code>){{end}}; runtime <code>{{plain .Runtime}}</code>; host kernel surface: {{len .HostSyscalls}} distinct syscalls.</p>
-{{if .HostSyscalls}}<details><summary>Host syscalls</summary><pre>{{range .HostSyscalls}}{{plain .}} {{end}}</pre></details>{{end}}{{end}}
-<h2>Timing</h2>
-<table><tr><th>Total</th><th>Sandbox start</th><th>Probes</th><th>Started</th><th>Finished</th></tr>
-<tr><td>{{printf "%.1f" .Timing.TotalSeconds}} s</td><td>{{printf "%.1f" .Timing.SandboxStartSeconds}} s</td><td>{{printf "%.1f" .Timing.ProbeSeconds}} s</td><td>{{.Started}}</td><td>{{.Finished}}</td></tr></table>
-{{if .Errors}}<h2>Harness errors</h2><ul>{{range .Errors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
-</body>
-</html>
-`))
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"plain": plain}).Parse(htmlSource))
 
 // Write writes the HTML page of rec.
 func (HTML) Write(w io.Writer, rec *evidence.Record) error {
@@ -105,13 +82,13 @@ func (HTML) Write(w io.Writer, rec *evidence.Record) error {
 			{"Target", plain(rec.Target.Name + "  " + rec.Target.Path)},
 			{"Profile", plain(rec.Target.Profile)},
 			{"Runner", plain(rec.Runner + " " + rec.Runtime)},
-			{"Image", plain(rec.Image.Ref + " " + rec.Image.Digest)},
+			{"Image", plain(rec.Image.Ref)},
 			{"Host kernel", plain(rec.Host.Kernel)},
 			{"Started by", plain(rec.StartedBy)},
 			{"sandcheck", plain(rec.Tool.Version)},
-			{"Policy", plain(rec.Tool.PolicyVersion)},
 		},
 		Tracer: rec.Tracer, Timing: rec.Timing, Started: stamp(rec.StartedAt), Finished: stamp(rec.FinishedAt),
+		ChartCats: svgCategories(rec), ChartTiming: svgTiming(rec), Risks: Risks(rec),
 	}
 	switch v := rec.Verdict; {
 	case v == nil:
@@ -119,18 +96,28 @@ func (HTML) Write(w io.Writer, rec *evidence.Record) error {
 	default:
 		p.Verdict = stripBold(verdictLine(v))
 		p.VerdictClass = map[bool]string{true: "PASS", false: "FAIL"}[v.Pass]
-		p.Criteria, p.Waivers, p.Expired = v.Criteria, v.Waivers, v.ExpiredWaivers
+		p.Waivers, p.Expired = v.Waivers, v.ExpiredWaivers
+		p.ChartCriteria = svgCriteria(v.Criteria)
 		for _, s := range v.Warnings {
 			p.Warnings = append(p.Warnings, plain(s))
+		}
+		for _, c := range v.Criteria {
+			p.Criteria = append(p.Criteria, htmlCriterionOf(c))
+		}
+		for _, c := range criterionFindings(v) {
+			p.CriterionFindings = append(p.CriterionFindings, htmlCriterionOf(c))
 		}
 	}
 	for _, e := range rec.Errors {
 		p.Errors = append(p.Errors, plain(e))
 	}
+	for _, f := range findings(rec) {
+		p.Findings = append(p.Findings, htmlFindingOf(f))
+	}
 	for _, r := range rec.Results {
 		st, msg, _ := classify(rec.Verdict, r)
 		p.Counts[string(st)]++
-		hr := htmlResult{Probe: plain(r.Probe), Criterion: plain(r.Criterion), Severity: plain(r.Severity),
+		hr := htmlResult{Probe: plain(r.Probe), Criterion: plain(r.Criterion), Severity: plain(severityOf(r)),
 			Expected: plain(string(r.Expected)), Reported: plain(string(r.Outcome)),
 			Effective: plain(string(effective(rec.Verdict, r))), State: string(st), Message: plain(msg),
 			Detail: plain(r.Detail), Seconds: r.Seconds}
@@ -139,6 +126,7 @@ func (HTML) Write(w io.Writer, rec *evidence.Record) error {
 		}
 		p.Results = append(p.Results, hr)
 	}
+	p.Digests = digests(rec)
 	var b bytes.Buffer
 	if err := htmlTmpl.Execute(&b, p); err != nil {
 		return fmt.Errorf("writing html: %w", err)
@@ -147,6 +135,86 @@ func (HTML) Write(w io.Writer, rec *evidence.Record) error {
 		return fmt.Errorf("writing html: %w", err)
 	}
 	return nil
+}
+
+func htmlCriterionOf(c evidence.Criterion) htmlCriterion {
+	hc := htmlCriterion{ID: plain(c.ID), Status: plain(c.Status)}
+	n := 0
+	for _, r := range c.Reasons {
+		hc.Reasons = append(hc.Reasons, plain(r))
+		if _, ok := reasonProbe(r); ok {
+			n++
+		}
+	}
+	switch c.Status {
+	case evidence.StatusPass:
+		hc.Summary = fmt.Sprintf("%d probe result(s) held", n)
+	default:
+		hc.Summary = fmt.Sprintf("%d reason(s)", len(c.Reasons))
+	}
+	return hc
+}
+
+func htmlFindingOf(f finding) htmlFinding {
+	hf := htmlFinding{Probe: plain(f.r.Probe), Severity: plain(severityOf(f.r)), Effective: plain(string(f.eff)),
+		Expected: plain(string(f.r.Expected)), State: string(f.st), Message: plain(f.msg), Fix: remediation(f.r.Probe)}
+	if keys := targetKeys(f.r.Probe, f.r.Criterion); len(keys) > 0 {
+		hf.Key = keys[0]
+	}
+	said, saw := splitEvidence(f.r)
+	if f.r.Detail != "" {
+		said = append([]evidence.Item{{Source: "detail", Kind: "probe", Summary: f.r.Detail, Indicates: "x"}}, said...)
+	}
+	side := func(items []evidence.Item) []string {
+		// Items that indicate an outcome first, those that only inform last.
+		sort.SliceStable(items, func(i, j int) bool { return items[i].Indicates != "" && items[j].Indicates == "" })
+		var shown []string
+		for i, it := range items {
+			line := plain(itemLine(it))
+			if it.Source == "detail" {
+				line = "detail: " + plain(it.Summary)
+			}
+			if i < maxSideShown {
+				shown = append(shown, line)
+			} else {
+				hf.More = append(hf.More, line)
+			}
+		}
+		return shown
+	}
+	hf.Said, hf.Saw = side(said), side(saw)
+	return hf
+}
+
+// digests are what an auditor checks the run against: the record itself
+// (the sha256 of run.json as the JSON writer writes it), the target file,
+// the image and the policy.
+func digests(rec *evidence.Record) [][2]string {
+	var b bytes.Buffer
+	run := "(not encodable)"
+	if err := (JSON{}).Write(&b, rec); err == nil {
+		run = fmt.Sprintf("sha256:%x", sha256.Sum256(b.Bytes()))
+	}
+	out := [][2]string{
+		{"run.json", run},
+		{"target " + plain(rec.Target.Path), plain(rec.Target.Digest)},
+		{"image " + plain(rec.Image.Ref), plain(rec.Image.Digest)},
+		{"policy", plain(rec.Tool.PolicyVersion)},
+	}
+	for _, o := range rec.Outputs {
+		if o.Release == nil {
+			continue
+		}
+		for _, a := range o.Release.Artifacts {
+			if len(out) == 24 {
+				return append(out, [2]string{"…", "more output artifacts in run.json"})
+			}
+			if a.SHA256 != "" {
+				out = append(out, [2]string{"output " + plain(a.Path), plain(a.SHA256)})
+			}
+		}
+	}
+	return out
 }
 
 // stripBold removes the Markdown emphasis of verdictLine.

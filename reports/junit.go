@@ -14,11 +14,16 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
-// JUnit writes JUnit XML: one testsuite per probe category, one testcase per
-// result (named by probe ID, classname its criterion). A result is a
-// <failure> when its criterion failed because of it or its effective outcome
-// is not the expected one, an <error> when it is inconclusive or unconfirmed,
-// and <skipped> when not applicable. encoding/xml escapes all text and
+// JUnit writes JUnit XML: a testsuite "criteria" with one testcase per
+// release criterion, then one testsuite per probe category with one testcase
+// per result (named by probe ID, classname its criterion). A criterion that
+// failed is a <failure> even when no probe result stands behind it (a
+// writable engine socket, a writable root filesystem), one that could not be
+// confirmed an <error>, one waived or not tested <skipped>; so the test view
+// is red exactly when the verdict fails. A result is a <failure> when its
+// criterion failed because of it or its effective outcome is not the
+// expected one, an <error> when it is inconclusive or unconfirmed, and
+// <skipped> when not applicable, waived or not tested (never a pass). encoding/xml escapes all text and
 // plain removes what could mislead a reader, so hostile details stay data.
 type JUnit struct{}
 
@@ -97,6 +102,16 @@ func junitDoc(rec *evidence.Record) junitSuites {
 		byCat[r.Category] = append(byCat[r.Category], r)
 	}
 	doc := junitSuites{Name: "sandcheck", Time: seconds(rec.Timing.TotalSeconds)}
+	if rec.Verdict != nil {
+		s := junitSuite{Name: "criteria", Properties: props, Time: seconds(0)}
+		if !rec.StartedAt.IsZero() {
+			s.Timestamp = rec.StartedAt.UTC().Format(time.RFC3339)
+		}
+		for _, c := range rec.Verdict.Criteria {
+			s.Cases = append(s.Cases, criterionCase(c))
+		}
+		doc.add(s)
+	}
 	for _, cat := range categoryOrder(byCat) {
 		s := junitSuite{Name: plain(cat), Properties: props}
 		if !rec.StartedAt.IsZero() {
@@ -105,26 +120,54 @@ func junitDoc(rec *evidence.Record) junitSuites {
 		var total float64
 		for _, r := range byCat[cat] {
 			c := junitTestcase(rec.Verdict, r)
-			switch {
-			case c.Failure != nil:
-				s.Failures++
-			case c.Error != nil:
-				s.Errors++
-			case c.Skipped != nil:
-				s.Skipped++
-			}
 			total += r.Seconds
 			s.Cases = append(s.Cases, c)
 		}
-		s.Tests = len(s.Cases)
 		s.Time = seconds(total)
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
-		doc.Skipped += s.Skipped
-		doc.Suites = append(doc.Suites, s)
+		doc.add(s)
 	}
 	return doc
+}
+
+// add appends a suite, counting its cases into it and into the document.
+func (d *junitSuites) add(s junitSuite) {
+	s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
+	for _, c := range s.Cases {
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
+	d.Tests += s.Tests
+	d.Failures += s.Failures
+	d.Errors += s.Errors
+	d.Skipped += s.Skipped
+	d.Suites = append(d.Suites, s)
+}
+
+// criterionCase is the testcase of one release criterion: its reasons are
+// the body, the first one the message.
+func criterionCase(c evidence.Criterion) junitCase {
+	tc := junitCase{Name: plain(c.ID), Classname: "criterion", Time: seconds(0)}
+	first := ""
+	if len(c.Reasons) > 0 {
+		first = c.Reasons[0]
+	}
+	m := &junitMessage{Message: plain(first), Type: plain(c.Status), Body: plain(strings.Join(c.Reasons, "\n"))}
+	switch c.Status {
+	case evidence.StatusPass:
+	case evidence.StatusFail:
+		tc.Failure = m
+	case evidence.StatusWaived, evidence.StatusNotTested:
+		tc.Skipped = &junitMessage{Message: plain(c.Status + ": " + first)}
+	default: // unconfirmed, or a status this build does not know: never a pass
+		tc.Error = m
+	}
+	return tc
 }
 
 // categoryOrder lists the catalog's categories first, in catalog order, then
@@ -179,7 +222,7 @@ func junitTestcase(v *evidence.Verdict, r evidence.Result) junitCase {
 		c.Failure = m
 	case stateError:
 		c.Error = m
-	case stateSkipped:
+	case stateSkipped, stateNotTested:
 		c.Skipped = &junitMessage{Message: plain(msg)}
 	}
 	return c

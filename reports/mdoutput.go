@@ -10,7 +10,7 @@ import (
 
 // maxOutputRows bounds the artifacts the Markdown summary lists; run.json
 // has them all.
-const maxOutputRows = 200
+const maxOutputRows = 20
 
 // mdOutputs lists what the output release path handed out and withheld:
 // each artifact with its digest, detected type and flags. Names were chosen

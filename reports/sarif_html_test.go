@@ -49,10 +49,13 @@ func TestSARIFStructure(t *testing.T) {
 					if r.Level == "none" {
 						t.Errorf("result %s: a failure at level none", r.RuleID)
 					}
-				case "pass", "notApplicable":
+				default: // SARIF §3.27.9: a level other than none only with kind fail
 					if r.Level != "none" {
 						t.Errorf("result %s: kind %s at level %s", r.RuleID, r.Kind, r.Level)
 					}
+				}
+				if r.Kind == "pass" || r.Kind == "notApplicable" {
+					t.Errorf("result %s: kind %s opens an alert for a check that held", r.RuleID, r.Kind)
 				}
 				if len(r.Locations) != 1 || r.Locations[0].PhysicalLocation.ArtifactLocation.URI == "" || r.Message.Text == "" {
 					t.Errorf("result %s: no location or message", r.RuleID)
@@ -62,9 +65,12 @@ func TestSARIFStructure(t *testing.T) {
 	}
 }
 
-// A weak run's escapes are SARIF failures at error level; every result of
-// the record is there.
-func TestSARIFWeakFails(t *testing.T) {
+// A weak run's escapes are SARIF failures at the probe's level and its
+// unconfirmed results reviews at level none; passes and not-applicable
+// results are not in the log at all. Each failure points at the target key
+// that decides it, rules carry security-severity and helpUri, and the run
+// is named per target.
+func TestSARIFOnlyFindings(t *testing.T) {
 	rec := weakRecord()
 	var b bytes.Buffer
 	if err := (SARIF{}).Write(&b, rec); err != nil {
@@ -74,20 +80,86 @@ func TestSARIFWeakFails(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
 		t.Fatal(err)
 	}
-	fails := 0
-	probesSeen := map[string]bool{}
-	for _, r := range log.Runs[0].Results {
-		if r.Kind == "fail" && r.Level == "error" {
-			fails++
+	run := log.Runs[0]
+	got := map[string]sarifResult{}
+	for _, r := range run.Results {
+		got[r.RuleID] = r
+	}
+	want := map[string]struct {
+		kind, level string
+		line        int
+	}{
+		"metadata.aws-imdsv1": {"fail", "error", 12},  // docker.network
+		"privilege.root-uid":  {"fail", "warning", 8}, // medium; no user key: the criterion's docker.runtime
+		"syscalls.bpf":        {"review", "none", 10}, // docker.seccomp
+	}
+	for id, w := range want {
+		r, ok := got[id]
+		if !ok {
+			t.Errorf("%s missing from the log", id)
+			continue
 		}
-		probesSeen[r.RuleID] = true
+		if r.Kind != w.kind || r.Level != w.level || r.Locations[0].PhysicalLocation.Region.StartLine != w.line {
+			t.Errorf("%s: kind %s level %s line %d, want %s %s %d", id, r.Kind, r.Level,
+				r.Locations[0].PhysicalLocation.Region.StartLine, w.kind, w.level, w.line)
+		}
 	}
-	if fails == 0 {
-		t.Errorf("a weak record gives no failing SARIF result:\n%s", b.String())
+	for _, id := range []string{"resources.memory", "resources.fork-bomb"} {
+		if _, ok := got[id]; ok {
+			t.Errorf("%s (not applicable / passed) is in the log", id)
+		}
 	}
-	for _, r := range rec.Results {
-		if !probesSeen[r.Probe] {
-			t.Errorf("result %s missing from the SARIF log", r.Probe)
+	if len(run.Results) != len(want) {
+		t.Errorf("%d results, want %d", len(run.Results), len(want))
+	}
+	if run.AutomationDetails.ID != "sandcheck/weak/run-weak" {
+		t.Errorf("automationDetails.id = %q", run.AutomationDetails.ID)
+	}
+	for _, r := range run.Tool.Driver.Rules {
+		if r.Properties["security-severity"] == nil {
+			t.Errorf("rule %s has no security-severity", r.ID)
+		}
+		if r.ID == "metadata.aws-imdsv1" && r.HelpURI != docsURI+"probes.md#metadataaws-imdsv1" {
+			t.Errorf("rule %s helpUri %q", r.ID, r.HelpURI)
+		}
+	}
+}
+
+// A record whose target file changed since the run (digest mismatch) or
+// is absent points at line 1, never at a wrong line.
+func TestSARIFLineOnlyForTheFileThatRan(t *testing.T) {
+	rec := weakRecord()
+	rec.Target.Digest = "sha256:0000"
+	var b bytes.Buffer
+	if err := (SARIF{}).Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	var log sarifLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range log.Runs[0].Results {
+		if l := r.Locations[0].PhysicalLocation.Region.StartLine; l != 1 {
+			t.Errorf("%s at line %d of a file that is not the one that ran", r.RuleID, l)
+		}
+	}
+}
+
+func TestKeyLine(t *testing.T) {
+	src := []byte("name: x\ndocker:\n  # seccomp: commented\n  cap_add: []\n  seccomp: default\nother:\n  memory: 1\n")
+	for _, c := range []struct {
+		path []string
+		want int
+	}{
+		{[]string{"docker", "seccomp"}, 5},
+		{[]string{"docker", "cap_add"}, 4},
+		{[]string{"docker", "memory"}, 0},
+		{[]string{"other", "memory"}, 7},
+		{[]string{"name"}, 1},
+		{[]string{"missing"}, 0},
+	} {
+		if got := keyLine(src, c.path...); got != c.want {
+			t.Errorf("keyLine(%v) = %d, want %d", c.path, got, c.want)
 		}
 	}
 }

@@ -31,6 +31,7 @@ var formats = []format{
 	{Markdown{}, "summary.md"},
 	{SARIF{}, "results.sarif"},
 	{HTML{}, "report.html"},
+	{RisksJSON{}, "risks.json"},
 }
 
 // Formats returns the names of all formats, in WriteAll's default order.
@@ -63,7 +64,9 @@ func ByName(name string) (Writer, error) {
 // WriteAll writes rec in each of formats (all of Formats() when formats is
 // empty) into dir, creating dir if needed, and returns the paths written.
 // Every name is checked before anything is written. Each file is written to
-// a temporary name and renamed, so a reader never sees half a report.
+// a temporary name and renamed, so a reader never sees half a report. When
+// the Markdown summary is among the formats and $GITHUB_STEP_SUMMARY names
+// a file (as in a GitHub Actions step), the summary is appended to it too.
 func WriteAll(dir string, rec *evidence.Record, formats []string) ([]string, error) {
 	if rec == nil {
 		return nil, errors.New("writing reports: record is nil")
@@ -93,8 +96,34 @@ func WriteAll(dir string, rec *evidence.Record, formats []string) ([]string, err
 			return paths, fmt.Errorf("writing %s report: %w", f.w.Format(), err)
 		}
 		paths = append(paths, p)
+		if _, ok := f.w.(Markdown); ok {
+			if err := AppendStepSummary(os.Getenv("GITHUB_STEP_SUMMARY"), rec); err != nil {
+				return paths, err
+			}
+		}
 	}
 	return paths, nil
+}
+
+// AppendStepSummary appends the Markdown summary of rec to the file at path,
+// GitHub Actions' job summary ($GITHUB_STEP_SUMMARY); an empty path does
+// nothing.
+func AppendStepSummary(path string, rec *evidence.Record) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing the step summary: %w", err)
+	}
+	if err := (Markdown{}).Write(f, rec); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the step summary: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the step summary: %w", err)
+	}
+	return nil
 }
 
 func writeFile(path string, w Writer, rec *evidence.Record) (err error) {

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Prepares a Debian 12 machine to run sandcheck and its end-to-end tests: the
-# Docker engine with gVisor (runsc) registered, bubblewrap, a static busybox for
-# the runner image, iptables with Docker's DOCKER-USER chain, tracefs for the
-# eBPF tracer, and clang/llvm/libbpf to build BPF objects.
+# Prepares a Debian 12 or Ubuntu (22.04, 24.04: GitHub's runners) machine to
+# run sandcheck and its end-to-end tests: the Docker engine with gVisor (runsc)
+# registered, bubblewrap, a static busybox for the runner image, iptables with
+# Docker's DOCKER-USER chain, tracefs for the eBPF tracer, clang/llvm/libbpf to
+# build BPF objects, and (Debian) chromium, which renders report.html in the
+# reports' tests.
 #
 # Idempotent: silent when everything is in place, otherwise one line per action
-# taken. On anything but Debian, or when not root, it prints what to do by hand
-# and exits 2.
+# taken. On other systems, or when not root, it prints what to do by hand and
+# exits 2. On Ubuntu, a package the release does not carry (runsc on some
+# releases; chromium, which Ubuntu ships only as a snap) is skipped with a
+# warning that says how to get it.
 #
 # The functions can be sourced for testing (scripts/test-setup.sh does).
 # Test-only overrides, never needed in normal use:
@@ -15,6 +19,10 @@
 set -euo pipefail
 
 readonly PACKAGES=(docker.io runsc bubblewrap busybox-static iptables clang llvm libbpf-dev ca-certificates)
+# Debian only: Ubuntu's chromium package is a snap launcher, which does not
+# run in containers or CI (GitHub's Ubuntu runners have google-chrome, which
+# the reports' test uses instead).
+readonly DEBIAN_EXTRA=(chromium)
 readonly DAEMON_JSON=/etc/docker/daemon.json
 # Debian's runsc (2022) needs the host network stack (its netstack fails on
 # recent kernels) and --oci-seccomp to apply the container's seccomp profile.
@@ -34,7 +42,7 @@ die() {
 # not manage.
 manual_instructions() {
 	cat >&2 <<EOF
-setup: this script manages Debian as root only (found ID=$1, uid $2). Do this by hand:
+setup: this script manages Debian and Ubuntu as root only (found ID=$1, uid $2). Do this by hand:
 
 1. Install (Debian/Ubuntu names; use your distribution's equivalents):
      ${PACKAGES[*]}
@@ -60,11 +68,39 @@ EOF
 
 has_systemd() { [[ -d /run/systemd/system ]]; }
 
-# ensure_packages installs the packages that are not installed yet; apt-get
-# update runs only when something is missing.
+# packages_for OS_ID prints the packages setup installs on that system, one a
+# line.
+packages_for() {
+	case $1 in
+	debian) printf '%s\n' "${PACKAGES[@]}" "${DEBIAN_EXTRA[@]}" ;;
+	ubuntu) printf '%s\n' "${PACKAGES[@]}" ;;
+	*) return 1 ;;
+	esac
+}
+
+# installable PKG... prints the packages apt has a candidate for and warns
+# about each one it has none for (after apt-get update).
+installable() {
+	local pkg cand
+	for pkg in "$@"; do
+		cand=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
+		if [[ -n $cand && $cand != "(none)" ]]; then
+			echo "$pkg"
+		else
+			case $pkg in
+			runsc) warn "no runsc package on this release: install gVisor from its apt repository (gvisor.dev/docs/user_guide/install), then rerun setup" ;;
+			*) warn "no $pkg package on this release; skipping it" ;;
+			esac
+		fi
+	done
+}
+
+# ensure_packages installs the packages of OS_ID that are not installed yet;
+# apt-get update runs only when something is missing.
 ensure_packages() {
-	local missing=() pkg status
-	for pkg in "${PACKAGES[@]}"; do
+	local os_id=${1:-debian} missing=() pkg status wanted
+	mapfile -t wanted < <(packages_for "$os_id")
+	for pkg in "${wanted[@]}"; do
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
 		[[ $status == installed ]] || missing+=("$pkg")
 	done
@@ -81,11 +117,16 @@ ensure_packages() {
 		printf '#!/bin/sh\nexit 101\n' >"$policy_rc_d"
 		chmod 755 "$policy_rc_d"
 	fi
-	say "installing ${missing[*]}"
 	local ok=1
-	apt-get update -qq >"$log" 2>&1 &&
+	apt-get update -qq >"$log" 2>&1 || ok=0
+	if ((ok)) && [[ $os_id != debian ]]; then
+		mapfile -t missing < <(installable "${missing[@]}")
+	fi
+	if ((ok)) && ((${#missing[@]} > 0)); then
+		say "installing ${missing[*]}"
 		apt-get install -y -qq -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
 			"${missing[@]}" >>"$log" 2>&1 || ok=0
+	fi
 	[[ -n $policy_rc_d ]] && rm -f "$policy_rc_d"
 	if ((!ok)); then
 		tail -n 30 "$log" >&2
@@ -331,22 +372,27 @@ main() {
 	local os_id uid
 	os_id=${SANDCHECK_SETUP_OS_ID:-$(. /etc/os-release 2>/dev/null && echo "${ID:-unknown}" || echo unknown)}
 	uid=${SANDCHECK_SETUP_UID:-$EUID}
-	[[ $os_id == debian && $uid == 0 ]] || manual_instructions "$os_id" "$uid"
+	[[ ($os_id == debian || $os_id == ubuntu) && $uid == 0 ]] || manual_instructions "$os_id" "$uid"
 
 	# CI shells and sudo may leave the sbin directories off PATH.
 	export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
-	ensure_packages
+	ensure_packages "$os_id"
 	ensure_cgroups
 	ensure_tracefs
 	ensure_iptables
 
-	local merged
-	merged=$(merge_daemon_json "$DAEMON_JSON")
-	[[ $merged == unchanged ]] || say "registered runsc in $DAEMON_JSON ($merged)"
+	local merged have_runsc=1
+	# Ubuntu may lack a runsc package (installable warned how to get it):
+	# then the engine runs without it and only the gVisor targets fail.
+	[[ -x /usr/bin/runsc ]] || have_runsc=0
+	if ((have_runsc)); then
+		merged=$(merge_daemon_json "$DAEMON_JSON")
+		[[ $merged == unchanged ]] || say "registered runsc in $DAEMON_JSON ($merged)"
+	fi
 
 	ensure_dockerd
-	ensure_runsc_registered
+	((have_runsc)) && ensure_runsc_registered
 	ensure_docker_user_chain
 }
 

@@ -113,8 +113,9 @@ if out=$(merge plain "$tmp/plain/keep.json" 2>&1); then
 fi
 [[ $out == *"by hand"* ]] || fail "plain non-empty: message does not say what to do: $out"
 
-# Not Debian, or not root: instructions on stderr, exit 2, nothing changed.
-for case in "SANDCHECK_SETUP_OS_ID=ubuntu" "SANDCHECK_SETUP_OS_ID=debian SANDCHECK_SETUP_UID=1000"; do
+# Not Debian or Ubuntu, or not root: instructions on stderr, exit 2, nothing
+# changed.
+for case in "SANDCHECK_SETUP_OS_ID=fedora" "SANDCHECK_SETUP_OS_ID=ubuntu SANDCHECK_SETUP_UID=1000" "SANDCHECK_SETUP_OS_ID=debian SANDCHECK_SETUP_UID=1000"; do
 	# shellcheck disable=SC2086 # $case holds one or two assignments
 	out=$(env $case bash "$here/setup.sh" 2>&1 >/dev/null)
 	rc=$?
@@ -124,6 +125,31 @@ for case in "SANDCHECK_SETUP_OS_ID=ubuntu" "SANDCHECK_SETUP_OS_ID=debian SANDCHE
 		[[ $out == *"$want"* ]] || fail "$case: instructions lack '$want'"
 	done
 done
+
+# The package lists: Debian adds chromium (report.html's rendering test);
+# Ubuntu, whose chromium is a snap launcher, does not; others have none.
+deb=$(packages_for debian | tr '\n' ' ')
+ubu=$(packages_for ubuntu | tr '\n' ' ')
+[[ $deb == *"docker.io runsc bubblewrap"*" chromium "* ]] || fail "debian packages: $deb"
+[[ $ubu == *"docker.io runsc bubblewrap"* && $ubu != *chromium* ]] || fail "ubuntu packages: $ubu"
+packages_for fedora >/dev/null 2>&1 && fail "packages_for fedora succeeded"
+
+# installable keeps what apt can install and warns, with the way to get it,
+# about what it cannot (a fake apt-cache: runsc has no candidate).
+mkdir -p "$tmp/bin-apt"
+cat >"$tmp/bin-apt/apt-cache" <<'EOF'
+#!/bin/sh
+case $2 in
+runsc) printf 'runsc:\n  Installed: (none)\n  Candidate: (none)\n' ;;
+nosuch) ;;
+*) printf '%s:\n  Installed: (none)\n  Candidate: 1.0-1\n' "$2" ;;
+esac
+EOF
+chmod +x "$tmp/bin-apt/apt-cache"
+out=$(PATH=$tmp/bin-apt:$PATH installable docker.io runsc nosuch bubblewrap 2>"$tmp/warn")
+[[ $out == $'docker.io\nbubblewrap' ]] || fail "installable printed '$out', want docker.io and bubblewrap"
+grep -q "gvisor.dev" "$tmp/warn" || fail "installable did not say how to get runsc: $(cat "$tmp/warn")"
+grep -q "no nosuch package" "$tmp/warn" || fail "installable did not warn about nosuch: $(cat "$tmp/warn")"
 
 # On a machine setup has prepared, a second run does nothing and says nothing.
 if [[ $EUID == 0 && $(. /etc/os-release && echo "$ID") == debian ]] && docker_answers; then

@@ -52,6 +52,7 @@ func main() {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
 	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd())
+	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
 	err := root.Execute()
 	if err == nil {
 		return

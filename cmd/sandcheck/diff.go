@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandcheck/sandcheck/reports"
+)
+
+func diffCmd() *cobra.Command {
+	var (
+		failOnRegression bool
+		format           string
+	)
+	c := &cobra.Command{
+		Use:   "diff OLD NEW",
+		Short: "Name what changed between two stored runs: material changes, new failures, fixes, changed evidence",
+		Long: `Diff compares two stored runs (run.json files, or folders holding one) for a
+scheduled regression job: the material changes the threat model says to rerun
+after (runner, runtime and its version, host kernel, image digest, network and
+egress profile, policy version, target file), then results that newly fail, were
+fixed or whose host evidence changed, and criteria that changed status.
+Exit codes: 0 (or 1 with --fail-on-regression when the new run fails something
+the old one did not), 2 when a record cannot be read.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "markdown" && format != "json" {
+				return harness(fmt.Errorf("unknown --format %q (markdown, json)", format))
+			}
+			old, err := reports.LoadRecord(args[0])
+			if err != nil {
+				return harness(err)
+			}
+			cur, err := reports.LoadRecord(args[1])
+			if err != nil {
+				return harness(err)
+			}
+			d := reports.Diff(old, cur)
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(struct {
+					Regressed bool `json:"regressed"`
+					reports.RunDiff
+				}{d.Regressed(), d})
+			} else {
+				err = reports.WriteDiffMarkdown(out, d)
+			}
+			if err != nil {
+				return harness(fmt.Errorf("writing the diff: %w", err))
+			}
+			if failOnRegression && d.Regressed() {
+				return &exitError{code: exitFail, err: fmt.Errorf("regression: %d new failure(s) since run %s", len(d.NewFailures), d.Old.RunID)}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&failOnRegression, "fail-on-regression", false, "exit 1 when the new run fails something the old one did not")
+	c.Flags().StringVar(&format, "format", "markdown", "markdown or json")
+	return c
+}

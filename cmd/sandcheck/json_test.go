@@ -1,0 +1,39 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// version, targets validate and doctor print one JSON document with
+// --json, exiting as they do without it.
+func TestJSONOutputs(t *testing.T) {
+	code, out := exitOf(t, versionCmd(), "--json")
+	var v versionInfo
+	if err := json.Unmarshal([]byte(out), &v); code != exitPass || err != nil || v.PolicyVersion == "" || v.RunSchema != "sandcheck.dev/run/v1" {
+		t.Errorf("version --json: exit %d, %v: %s", code, err, out)
+	}
+
+	code, out = exitOf(t, targetsCmd(), "validate", "--json", "../../fixtures/targets/hardened.yaml", "../../fixtures/targets/missing.yaml")
+	var checks []targetCheck
+	if err := json.Unmarshal([]byte(strings.TrimSuffix(out, "exit code 2")), &checks); err != nil || code != exitHarness ||
+		len(checks) != 2 || !checks[0].OK || checks[0].Name != "hardened-reference" || checks[1].OK || !strings.Contains(checks[1].Error, "missing.yaml") {
+		t.Errorf("targets validate --json: exit %d, %v: %s", code, err, out)
+	}
+
+	code, out = exitOf(t, doctorCmd(), "--json")
+	var d struct {
+		OK      bool `json:"ok"`
+		Missing int  `json:"missing"`
+		Checks  []struct {
+			Name, Status string
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSuffix(out, "exit code 2")), &d); err != nil || len(d.Checks) == 0 {
+		t.Fatalf("doctor --json: %v: %s", err, out)
+	}
+	if d.OK != (code == exitPass) || d.OK != (d.Missing == 0) {
+		t.Errorf("doctor --json: ok %v, %d missing, exit %d", d.OK, d.Missing, code)
+	}
+}
