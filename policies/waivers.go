@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/sandcheck/sandcheck/internal/yamlbound"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -83,6 +84,9 @@ var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // errors and waiver IDs. Every required field (target, owner, reason,
 // expires, and criterion or probe) must be present.
 func ParseWaivers(name string, b []byte) ([]Waiver, error) {
+	if err := checkWaiverShape(name, b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, err)
+	}
 	var doc struct {
 		Schema  string   `yaml:"schema"`
 		Waivers []Waiver `yaml:"waivers"`
@@ -136,6 +140,26 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, errors.Join(errs...))
 	}
 	return doc.Waivers, nil
+}
+
+// checkWaiverShape bounds the file before the YAML parser sees it (size,
+// nesting, aliases) and wants exactly one document.
+func checkWaiverShape(name string, b []byte) error {
+	lim := yamlbound.Default
+	lim.MaxBytes = maxWaiverFile
+	sh, err := yamlbound.Check(b, lim)
+	var be *yamlbound.Error
+	switch {
+	case errors.As(err, &be):
+		return &WaiverError{File: name, Line: be.Line, Msg: be.Msg}
+	case err != nil:
+		return &WaiverError{File: name, Msg: err.Error()}
+	case sh.Documents == 0:
+		return &WaiverError{File: name, Msg: "the file is empty (no YAML document)"}
+	case sh.Documents > 1:
+		return &WaiverError{File: name, Msg: fmt.Sprintf("holds %d YAML documents; a waiver file holds exactly one", sh.Documents)}
+	}
+	return nil
 }
 
 // expiry reads a date (valid through that day, UTC) or an RFC 3339 time.

@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/sandcheck/sandcheck/internal/yamlbound"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -78,6 +79,9 @@ func Load(path string) (*Target, error) {
 // Parse decodes and validates target file content; name is used in errors
 // and to resolve relative paths.
 func Parse(name string, b []byte) (*Target, error) {
+	if err := checkShape(name, b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	var t Target
 	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField())
 	if err := dec.Decode(&t); err != nil {
@@ -91,6 +95,26 @@ func Parse(name string, b []byte) (*Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, v.errs)
 	}
 	return &t, nil
+}
+
+// checkShape bounds the file before the YAML parser sees it (size, nesting,
+// aliases) and wants exactly one document: a second one would be ignored.
+func checkShape(name string, b []byte) error {
+	lim := yamlbound.Default
+	lim.MaxBytes = MaxFileSize
+	sh, err := yamlbound.Check(b, lim)
+	var be *yamlbound.Error
+	switch {
+	case errors.As(err, &be):
+		return &Error{File: name, Line: be.Line, Msg: be.Msg}
+	case err != nil:
+		return &Error{File: name, Msg: err.Error()}
+	case sh.Documents == 0:
+		return &Error{File: name, Msg: "the file is empty (no YAML document)"}
+	case sh.Documents > 1:
+		return &Error{File: name, Msg: fmt.Sprintf("holds %d YAML documents; a target file holds exactly one", sh.Documents)}
+	}
+	return nil
 }
 
 func decodeError(name string, err error) error {
