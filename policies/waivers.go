@@ -189,14 +189,24 @@ func yamlError(name string, err error) error {
 	return &WaiverError{File: name, Msg: err.Error()}
 }
 
+// lastNanoInstant is the latest instant Rego's time functions can represent
+// (int64 nanoseconds since 1970, in 2262). A waiver that expires later is
+// handed to the policy as expiring then: past it, time.parse_rfc3339_ns fails,
+// and a failing built-in must not silently drop the waiver.
+var lastNanoInstant = time.Unix(0, 1<<63-1).UTC().Truncate(time.Second)
+
 // waiverData is the waivers as the policy reads them (data.grading.waivers).
 func waiverData(ws []Waiver) []any {
 	out := make([]any, len(ws))
 	for i, w := range ws {
+		at := w.ExpiresAt
+		if at.After(lastNanoInstant) {
+			at = lastNanoInstant
+		}
 		out[i] = map[string]any{
 			"id": w.ID, "criterion": w.Criterion, "probe": w.Probe, "target": w.Target,
 			"owner": w.Owner, "reason": w.Reason, "expires": w.Expires,
-			"expires_at": w.ExpiresAt.UTC().Format(time.RFC3339Nano),
+			"expires_at": at.UTC().Format(time.RFC3339Nano),
 		}
 	}
 	return out
