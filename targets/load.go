@@ -272,6 +272,8 @@ func (v *validator) checkDocker(d *Docker) {
 	}
 	if d.Network == "" {
 		v.add("$.docker.network", "is required: none, harness or a Docker network name")
+	} else if strings.HasPrefix(d.Network, "container:") {
+		v.add("$.docker.network", "%q joins another container's network namespace, which sandcheck cannot start or observe; describe that container's own network instead", d.Network)
 	} else if d.Network == "host" || d.Network == "bridge" || d.Network == "default" {
 		v.add("$.docker.network", "%q would reach beyond the harness's own addresses; use none, harness or a dedicated network", d.Network)
 	}
@@ -287,6 +289,8 @@ func (v *validator) checkDocker(d *Docker) {
 		p := fmt.Sprintf("$.docker.mounts[%d]", i)
 		if m.Source == "" {
 			v.add(p+".source", "is required")
+		} else if _, _, err := resolveSource(m.Source, "/", "/run-dir"); err != nil {
+			v.add(p+".source", "%q %v", m.Source, err)
 		}
 		if !filepath.IsAbs(m.Target) || filepath.Clean(m.Target) == "/" {
 			v.add(p+".target", "must be an absolute path other than / (got %q)", m.Target)
@@ -340,34 +344,89 @@ func ParseSize(s string) (int64, error) {
 	return n << shift, nil
 }
 
+// RunDirVar is the mount source prefix that names the run's own folder.
+const RunDirVar = "${SANDCHECK_RUN_DIR}"
+
 // ResolveMounts returns the docker mounts with ${SANDCHECK_RUN_DIR} expanded
 // and relative sources made absolute against the target file's folder. It
 // creates missing sources only inside runDir, the run's own folder.
 func (t *Target) ResolveMounts(runDir string) ([]Mount, error) {
+	return t.resolveMounts(runDir, true)
+}
+
+// CheckMounts makes the checks ResolveMounts makes, without a run folder and
+// without creating anything: a source outside the run's folder must exist.
+func (t *Target) CheckMounts() error {
+	_, err := t.resolveMounts("/nonexistent/sandcheck-run-dir", false)
+	return err
+}
+
+func (t *Target) resolveMounts(runDir string, create bool) ([]Mount, error) {
 	if t.Docker == nil {
 		return nil, nil
 	}
 	base := filepath.Dir(t.Path)
 	out := make([]Mount, 0, len(t.Docker.Mounts))
 	for _, m := range t.Docker.Mounts {
-		src := strings.ReplaceAll(m.Source, "${SANDCHECK_RUN_DIR}", runDir)
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(base, src)
+		src, inRun, err := resolveSource(m.Source, base, runDir)
+		if err != nil {
+			return nil, fmt.Errorf("mount source %s of target %s: %w", m.Source, t.Path, err)
 		}
-		src = filepath.Clean(src)
 		if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
-			rel, rerr := filepath.Rel(runDir, src)
-			if rerr != nil || strings.HasPrefix(rel, "..") {
+			switch {
+			case !inRun:
 				return nil, fmt.Errorf("mount source %s of target %s does not exist", src, t.Path)
-			}
-			if err := os.MkdirAll(src, 0o755); err != nil {
-				return nil, fmt.Errorf("creating mount source %s: %w", src, err)
+			case create:
+				if err := os.MkdirAll(src, 0o755); err != nil {
+					return nil, fmt.Errorf("creating mount source %s: %w", src, err)
+				}
 			}
 		}
 		m.Source = src
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// resolveSource expands a mount source: ${SANDCHECK_RUN_DIR} names runDir
+// (and the source must stay inside it), a relative path is relative to base.
+func resolveSource(source, base, runDir string) (string, bool, error) {
+	if rest, ok := strings.CutPrefix(source, RunDirVar); ok {
+		if rest != "" && !strings.HasPrefix(rest, "/") {
+			return "", false, fmt.Errorf("%s must be followed by / or nothing", RunDirVar)
+		}
+		if escapesRunDir(rest) {
+			return "", false, fmt.Errorf("leaves the run's folder (%s) through ..", RunDirVar)
+		}
+		return filepath.Join(runDir, rest), true, nil
+	}
+	if strings.Contains(source, RunDirVar) {
+		return "", false, fmt.Errorf("%s may only start a source", RunDirVar)
+	}
+	src := source
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(base, src)
+	}
+	return filepath.Clean(src), false, nil
+}
+
+// escapesRunDir reports whether a path below the run folder ("/a/../..")
+// climbs out of it.
+func escapesRunDir(rest string) bool {
+	depth := 0
+	for _, el := range strings.Split(rest, "/") {
+		switch el {
+		case "", ".":
+		case "..":
+			depth--
+		default:
+			depth++
+		}
+		if depth < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ResolveDevices returns the docker devices with the harness's loop device

@@ -58,3 +58,47 @@ func TestEmptyTargetSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestRunDirEscapeIsRefused: ${SANDCHECK_RUN_DIR}/../../etc used to resolve
+// to /etc and be mounted.
+func TestRunDirEscapeIsRefused(t *testing.T) {
+	for src, ok := range map[string]bool{
+		"${SANDCHECK_RUN_DIR}/../../etc": false,
+		"${SANDCHECK_RUN_DIR}/a/../../x": false,
+		"${SANDCHECK_RUN_DIR}/..":        false,
+		"${SANDCHECK_RUN_DIR}x":          false,
+		"/x/${SANDCHECK_RUN_DIR}":        false,
+		"${SANDCHECK_RUN_DIR}/a/../b":    true,
+		"${SANDCHECK_RUN_DIR}/home":      true,
+		"${SANDCHECK_RUN_DIR}":           true,
+		"../fixtures":                    true, // a host path next to the target: allowed, graded
+	} {
+		_, err := Parse("t.yaml", []byte(minimal+"  mounts:\n    - {source: \""+src+"\", target: /m}\n"))
+		if ok != (err == nil) {
+			t.Errorf("%s: got %v", src, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "$.docker.mounts[0].source") {
+			t.Errorf("%s: error does not name the field: %v", src, err)
+		}
+	}
+	tg, err := Parse(filepath.Join(t.TempDir(), "t.yaml"), []byte(minimal+"  mounts:\n    - {source: \"${SANDCHECK_RUN_DIR}/a/../b\", target: /m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	ms, err := tg.ResolveMounts(run)
+	if err != nil || ms[0].Source != filepath.Join(run, "b") {
+		t.Fatalf("resolved %v, %v", ms, err)
+	}
+	tg.Docker.Mounts[0].Source = "${SANDCHECK_RUN_DIR}/../../etc" // as a caller skipping Parse would
+	if _, err := tg.ResolveMounts(run); err == nil || !strings.Contains(err.Error(), "leaves the run's folder") {
+		t.Fatalf("ResolveMounts: %v", err)
+	}
+}
+
+func TestContainerNetworkIsRefused(t *testing.T) {
+	_, err := Parse("t.yaml", []byte(strings.Replace(minimal, "network: none", "network: \"container:abc\"", 1)))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "t.yaml:8:12: $.docker.network: \"container:abc\" joins another container's network namespace") {
+		t.Fatalf("got %v", err)
+	}
+}
