@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobwas/glob"
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
@@ -128,6 +129,11 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		if w.Criterion != "" && !slices.Contains(probes.Criteria, w.Criterion) {
 			bad(at+".criterion", "criterion %q is not one of %v", w.Criterion, probes.Criteria)
 		}
+		if w.Probe != "" {
+			if err := globMatchesAProbe(w.Probe); err != nil {
+				bad(at+".probe", "probe %q %v", w.Probe, err)
+			}
+		}
 		if w.Expires != "" {
 			t, err := expiry(w.Expires)
 			if err != nil {
@@ -140,6 +146,22 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, errors.Join(errs...))
 	}
 	return doc.Waivers, nil
+}
+
+// globMatchesAProbe checks a waiver's probe glob the way the policy matches
+// it (glob.match with "." as the separator) against the probe catalog: a
+// glob that matches no probe would waive nothing, silently.
+func globMatchesAProbe(p string) error {
+	g, err := glob.Compile(p, '.')
+	if err != nil {
+		return fmt.Errorf("is not a glob: %w", err)
+	}
+	for _, s := range probes.Catalog() {
+		if g.Match(s.ID) {
+			return nil
+		}
+	}
+	return errors.New("matches no probe in the catalog (see `sandcheck probes list`); note that * does not cross a '.'")
 }
 
 // checkWaiverShape bounds the file before the YAML parser sees it (size,

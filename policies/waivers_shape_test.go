@@ -28,3 +28,28 @@ func TestWaiverShapeIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiverGlobMustMatchAProbe: a glob that matches nothing used to load
+// and waive nothing, silently.
+func TestWaiverGlobMustMatchAProbe(t *testing.T) {
+	doc := func(p string) []byte {
+		return []byte("schema: sandcheck.dev/waivers/v1\nwaivers:\n  - probe: \"" + p + "\"\n    target: t\n    owner: o\n    reason: r\n    expires: 2030-01-01\n")
+	}
+	for p, ok := range map[string]bool{
+		"metadata.*":          true,
+		"syscalls.bpf":        true,
+		"*.bpf":               true,
+		"metadata.aws-imdsv9": false,
+		"metadata*":           false, // * does not cross the '.'
+		"meta.*":              false,
+		"[":                   false,
+	} {
+		_, err := ParseWaivers("w.yaml", doc(p))
+		switch {
+		case ok && err != nil:
+			t.Errorf("%s: %v", p, err)
+		case !ok && (err == nil || !strings.Contains(err.Error(), "w.yaml:3: probe")):
+			t.Errorf("%s: got %v", p, err)
+		}
+	}
+}

@@ -429,6 +429,24 @@ func escapesRunDir(rest string) bool {
 	return false
 }
 
+// SeccompPath is the seccomp setting with a profile path made absolute
+// against the target file's folder (default and unconfined unchanged).
+func (t *Target) SeccompPath() string {
+	if t.Docker == nil {
+		return ""
+	}
+	s := t.Docker.Seccomp
+	switch {
+	case s == "" || s == "default" || s == "unconfined" || filepath.IsAbs(s):
+		return s
+	}
+	p, err := filepath.Abs(filepath.Join(filepath.Dir(t.Path), s))
+	if err != nil {
+		return filepath.Join(filepath.Dir(t.Path), s)
+	}
+	return p
+}
+
 // ResolveDevices returns the docker devices with the harness's loop device
 // (BlockCanarySource) replaced by blockCanary, the path the harness made.
 func (t *Target) ResolveDevices(blockCanary string) ([]Device, error) {
