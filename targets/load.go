@@ -219,8 +219,8 @@ func (v *validator) checkDocker(d *Docker) {
 		oneOf("$.docker.system_paths", d.SystemPaths, "masked", "unconfined")
 	}
 	for i, c := range d.CapAdd {
-		if !capPattern.MatchString(c) || c == "ALL" || strings.HasPrefix(c, "CAP_") {
-			v.add(fmt.Sprintf("$.docker.cap_add[%d]", i), "%q is not a capability name without the CAP_ prefix", c)
+		if !capPattern.MatchString(c) || strings.HasPrefix(c, "CAP_") {
+			v.add(fmt.Sprintf("$.docker.cap_add[%d]", i), "%q is not a capability name without the CAP_ prefix (or ALL)", c)
 		}
 	}
 	for i, c := range d.CapDrop {
@@ -274,8 +274,6 @@ func (v *validator) checkDocker(d *Docker) {
 		v.add("$.docker.network", "is required: none, harness or a Docker network name")
 	} else if strings.HasPrefix(d.Network, "container:") {
 		v.add("$.docker.network", "%q joins another container's network namespace, which sandcheck cannot start or observe; describe that container's own network instead", d.Network)
-	} else if d.Network == "host" || d.Network == "bridge" || d.Network == "default" {
-		v.add("$.docker.network", "%q would reach beyond the harness's own addresses; use none, harness or a dedicated network", d.Network)
 	}
 	if d.Egress != "" {
 		switch {
@@ -302,6 +300,7 @@ func (v *validator) checkDocker(d *Docker) {
 	if d.PID != "" {
 		oneOf("$.docker.pid", d.PID, "host")
 	}
+	v.checkDockerHost(d)
 	for i, dv := range d.Devices {
 		p := fmt.Sprintf("$.docker.devices[%d]", i)
 		if dv.Source != BlockCanarySource && (!filepath.IsAbs(dv.Source) || filepath.Clean(dv.Source) != dv.Source) {

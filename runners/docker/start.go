@@ -76,7 +76,7 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	}
 	labels[LabelSandbox] = "1"
 
-	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name)}
+	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name), unconfined: unconfinedNetwork(network)}
 	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
 	var ready wait.Strategy = readiness{sb: sb}
 	if len(spec.Command) > 0 {

@@ -1,0 +1,87 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+func careless() targets.Docker {
+	d := weak("runc")
+	d.Network = "host"
+	d.DockerHost = targets.DockerHost{
+		Privileged: true, IPC: "host", UTS: "host", Cgroupns: "host", Userns: "host",
+		Sysctls: map[string]string{"kernel.msgmax": "65536"}, GroupAdd: []string{"0"},
+		Volumes:    []targets.Volume{{Name: "sandcheck-test-shared", Target: "/shared"}},
+		ExtraHosts: []string{"db:10.0.0.5"}, OOMKillDisable: true, OOMScoreAdj: -500,
+		CPUShares: 512, CpusetCPUs: "0", Init: true,
+	}
+	return d
+}
+
+// TestHostSettingsMapped: every DockerHost key lands in the HostConfig field
+// of the same meaning.
+func TestHostSettingsMapped(t *testing.T) {
+	s, err := newSettings(careless())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := s.hostConfig(runners.SandboxSpec{ProbeDir: "/p"}, "host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hc.Privileged || hc.IpcMode != "host" || hc.UTSMode != "host" || hc.CgroupnsMode != "host" || hc.UsernsMode != "host" ||
+		hc.Sysctls["kernel.msgmax"] != "65536" || !slices.Equal(hc.GroupAdd, []string{"0"}) || !slices.Equal(hc.ExtraHosts, []string{"db:10.0.0.5"}) ||
+		hc.OomKillDisable == nil || !*hc.OomKillDisable || hc.OomScoreAdj != -500 || hc.CPUShares != 512 || hc.CpusetCpus != "0" ||
+		hc.Init == nil || !*hc.Init || hc.NetworkMode != "host" {
+		t.Errorf("host config %+v", hc)
+	}
+	if !slices.ContainsFunc(hc.Mounts, func(m mount.Mount) bool {
+		return m.Type == mount.TypeVolume && m.Source == "sandcheck-test-shared" && m.Target == "/shared"
+	}) {
+		t.Errorf("no volume mount in %+v", hc.Mounts)
+	}
+	bad := careless()
+	bad.IPC = "container:x"
+	if _, err := newSettings(bad); err == nil {
+		t.Error("ipc container:x accepted by the runner")
+	}
+}
+
+// TestUnconfinedNetworkRefusesNetworkProbes starts a real sandbox in the
+// host's network namespace (it sends nothing) and asks it to run a network
+// probe: the runner refuses, whatever the engine asks, while other commands
+// run.
+func TestUnconfinedNetworkRefusesNetworkProbes(t *testing.T) {
+	requireEngine(t)
+	cfg := weak("runc")
+	cfg.Network = "host"
+	spec, _ := testSpec(t, fakeProbe(t))
+	sb := start(t, cfg, spec)
+	var netProbe string
+	for _, s := range probes.Catalog() {
+		if s.Category == "metadata" {
+			netProbe = s.ID
+			break
+		}
+	}
+	_, err := sb.Exec(context.Background(), []string{"/.sandcheck/sandcheck-probe", "run", netProbe})
+	if !errors.Is(err, ErrNetworkProbeRefused) {
+		t.Fatalf("network probe %s on host network: %v", netProbe, err)
+	}
+	if res := run(t, sb, "/.sandcheck/sandcheck-probe", "exit", "3"); res.ExitCode != 3 {
+		t.Errorf("a plain exec: exit %d", res.ExitCode)
+	}
+	in, err := engineClient(t).ContainerInspect(context.Background(), sb.ID(), client.ContainerInspectOptions{})
+	if err != nil || string(in.Container.HostConfig.NetworkMode) != "host" {
+		t.Fatalf("inspect: %v %v", err, in.Container.HostConfig)
+	}
+}
