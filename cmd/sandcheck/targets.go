@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +49,7 @@ binary (a static executable). Exit 2 when any file fails.`,
 	}
 	v.Flags().StringVar(&probeBinary, "probe-binary", "", "static sandcheck-probe a run would deliver (default: next to sandcheck)")
 	c.AddCommand(v)
+	c.AddCommand(importCmd())
 	return c
 }
 
@@ -57,4 +65,74 @@ func validateTarget(ctx context.Context, out, errw io.Writer, f, probeBinary str
 	}
 	fmt.Fprintf(out, "%s: ok (%s, runner %s, profile %s)\n", f, t.Name, t.Runner, t.Profile)
 	return true
+}
+
+func importCmd() *cobra.Command {
+	var id, out string
+	c := &cobra.Command{
+		Use:   "import --container ID [--out FILE]",
+		Short: "Write a target file from a container the platform started (docker inspect)",
+		Long: `Import reads a container with docker inspect and writes its settings as a
+target file: every setting it has, none dropped. What sandcheck cannot
+reproduce (the container's command, port bindings, a restart policy, ...) is
+named in the file's header comments and on stderr. A custom seccomp profile is
+written next to --out as seccomp.json. Choose the profile the platform runs the
+sandbox under before running it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return harness(errors.New("--container is required"))
+			}
+			im, err := docker.Import(cmd.Context(), id)
+			if err != nil {
+				return harness(err)
+			}
+			b, err := renderImport(im)
+			if err != nil {
+				return harness(err)
+			}
+			for _, n := range im.Notes {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sandcheck: import: %s\n", n)
+			}
+			if out == "" {
+				if im.Seccomp != "" {
+					return harness(errors.New("the container has a custom seccomp profile: use --out so it can be written beside the target"))
+				}
+				_, err := cmd.OutOrStdout().Write(b)
+				return err
+			}
+			if im.Seccomp != "" {
+				if err := os.WriteFile(filepath.Join(filepath.Dir(out), "seccomp.json"), []byte(im.Seccomp), 0o644); err != nil {
+					return harness(fmt.Errorf("writing the seccomp profile: %w", err))
+				}
+			}
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				return harness(fmt.Errorf("writing the target: %w", err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d notes)\n", out, len(im.Notes))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&id, "container", "", "container ID or name")
+	c.Flags().StringVar(&out, "out", "", "target file to write (default: stdout)")
+	return c
+}
+
+// renderImport writes the imported target as YAML under a header naming
+// what it could not carry.
+func renderImport(im *docker.Imported) ([]byte, error) {
+	body, err := yaml.Marshal(&im.Target)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the target: %w", err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Written by sandcheck targets import from %s.\n", im.Target.Description)
+	if len(im.Notes) > 0 {
+		b.WriteString("# Settings sandcheck cannot carry or reproduce as they are:\n")
+		for _, n := range im.Notes {
+			fmt.Fprintf(&b, "#   - %s\n", strings.ReplaceAll(n, "\n", " "))
+		}
+	}
+	b.Write(body)
+	return b.Bytes(), nil
 }

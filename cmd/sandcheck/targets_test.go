@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,4 +89,75 @@ func TestValidateRunsEveryRunCheck(t *testing.T) {
 		}
 	}
 	t.Logf("%d files that loading alone passes are refused", gap)
+}
+
+// TestImportFromRealContainer starts a container the way a platform might
+// (docker run, network none), imports it, and checks that every setting is
+// in the target or named in a note, and that the target validates.
+func TestImportFromRealContainer(t *testing.T) {
+	if err := docker.Ping(context.Background()); err != nil {
+		t.Skipf("no docker engine: %v", err)
+	}
+	name := "sandcheck-import-test-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:20]
+	vol := name + "-vol"
+	cleanup := func() {
+		_ = exec.Command("docker", "rm", "-f", name).Run()
+		_ = exec.Command("docker", "volume", "rm", "-f", vol).Run()
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	out, err := exec.Command("docker", "run", "-d", "--name", name, "--network", "none",
+		"--cap-drop", "ALL", "--cap-add", "NET_BIND_SERVICE", "--sysctl", "kernel.msgmax=65536",
+		"--label", "acme.io/run=r1", "--label", "sandcheck.run=forged", "-v", vol+":/cache", "--tmpfs", "/tmp:size=16m,noexec",
+		"--ulimit", "nofile=256:512", "--pids-limit", "64", "-m", "128m", "--memory-swap", "128m", "--cpus", "0.5", "--read-only",
+		"--security-opt", "no-new-privileges", "--ipc", "private", "--group-add", "123", "--add-host", "db:10.0.0.5",
+		"--restart", "on-failure:2", "-e", "FOO=bar", "-e", "SANDCHECK_X=1", "-w", "/tmp",
+		"sandcheck/runner:dev", "sleep", "60").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run: %v: %s", err, out)
+	}
+	im, err := docker.Import(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := renderImport(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "imported.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var errw bytes.Buffer
+	if !validateTarget(context.Background(), io.Discard, &errw, p, "/bin/busybox") {
+		t.Fatalf("the imported target does not validate: %s\n%s", errw.String(), b)
+	}
+	tg, err := targets.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tg.Docker
+	checks := map[string]bool{
+		"caps":      slices.Equal(d.CapDrop, []string{"ALL"}) && slices.Equal(d.CapAdd, []string{"NET_BIND_SERVICE"}),
+		"sysctl":    d.Sysctls["kernel.msgmax"] == "65536",
+		"label":     d.Labels["acme.io/run"] == "r1" && d.Labels["sandcheck.run"] == "",
+		"volume":    len(d.Volumes) == 1 && d.Volumes[0].Name == vol && d.Volumes[0].Target == "/cache",
+		"tmpfs":     len(d.Tmpfs) == 1 && d.Tmpfs[0].Path == "/tmp" && d.Tmpfs[0].Size == "16m" && !d.Tmpfs[0].Exec,
+		"ulimit":    len(d.Ulimits) == 1 && d.Ulimits[0] == targets.Ulimit{Name: "nofile", Soft: 256, Hard: 512},
+		"limits":    d.PidsLimit == 64 && d.Memory == "134217728" && d.CPUs == 0.5,
+		"hardening": d.ReadOnlyRootfs && d.NoNewPrivileges && d.Network == "none" && d.IPC == "private",
+		"groups":    slices.Equal(d.GroupAdd, []string{"123"}) && slices.Equal(d.ExtraHosts, []string{"db:10.0.0.5"}),
+		"env":       d.Env["FOO"] == "bar" && d.Env["SANDCHECK_X"] == "",
+	}
+	for what, ok := range checks {
+		if !ok {
+			t.Errorf("%s not imported: %+v", what, d)
+		}
+	}
+	notes := strings.Join(im.Notes, "\n")
+	for _, want := range []string{"RestartPolicy", "Config.Cmd", "Config.WorkingDir", "label sandcheck.run=forged", "env SANDCHECK_X", "profile:"} {
+		if !strings.Contains(notes, want) || !strings.Contains(string(b), want) {
+			t.Errorf("no note naming %s in\n%s", want, b)
+		}
+	}
 }
