@@ -75,6 +75,7 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 		labels = map[string]string{}
 	}
 	labels[LabelSandbox] = "1"
+	maps.Copy(labels, ownerLabels(r.maxLife))
 
 	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name), unconfined: unconfinedNetwork(network)}
 	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
