@@ -13,6 +13,7 @@ import (
 
 	"github.com/gobwas/glob"
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/sandcheck/sandcheck/internal/yamlbound"
@@ -92,10 +93,10 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		Schema  string   `yaml:"schema"`
 		Waivers []Waiver `yaml:"waivers"`
 	}
-	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&doc); err != nil {
+	if err := decodeWaiverYAML(b, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, yamlError(name, err))
 	}
-	file, _ := parser.ParseBytes(b, 0)
+	file := parseWaiverFile(b)
 	line := func(path string) int {
 		p, err := yaml.PathString(path)
 		if err != nil || file == nil {
@@ -182,6 +183,28 @@ func checkWaiverShape(name string, b []byte) error {
 		return &WaiverError{File: name, Msg: fmt.Sprintf("holds %d YAML documents; a waiver file holds exactly one", sh.Documents)}
 	}
 	return nil
+}
+
+// decodeWaiverYAML decodes strictly; a panic of the YAML library on
+// malformed input is a malformed file, not a crash.
+func decodeWaiverYAML(b []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v)", p)
+		}
+	}()
+	return yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(v)
+}
+
+// parseWaiverFile parses for line numbers; nil when the library fails.
+func parseWaiverFile(b []byte) (f *ast.File) {
+	defer func() {
+		if recover() != nil {
+			f = nil
+		}
+	}()
+	f, _ = parser.ParseBytes(b, 0)
+	return f
 }
 
 // expiry reads a date (valid through that day, UTC) or an RFC 3339 time.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/sandcheck/sandcheck/internal/yamlbound"
@@ -83,8 +84,7 @@ func Parse(name string, b []byte) (*Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var t Target
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField())
-	if err := dec.Decode(&t); err != nil {
+	if err := decodeYAML(b, &t); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, decodeError(name, err))
 	}
 	sum := sha256.Sum256(b)
@@ -117,6 +117,28 @@ func checkShape(name string, b []byte) error {
 	return nil
 }
 
+// decodeYAML decodes strictly (unknown fields are errors). The YAML library
+// panics on some malformed input (a tag on a sequence entry, found by
+// FuzzParse): that is a malformed file, not a crash of the harness.
+func decodeYAML(b []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v)", p)
+		}
+	}()
+	return yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(v)
+}
+
+// parseFile parses for positions, a panic of the library being an error.
+func parseFile(b []byte) (f *ast.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, fmt.Errorf("the YAML parser failed on this file (%v)", p)
+		}
+	}()
+	return parser.ParseBytes(b, 0)
+}
+
 func decodeError(name string, err error) error {
 	var se yaml.Error
 	if errors.As(err, &se) {
@@ -138,7 +160,7 @@ type validator struct {
 func (v *validator) add(path, format string, args ...any) {
 	e := &Error{File: v.name, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if p, err := yaml.PathString(path); err == nil {
-		if f, err := parser.ParseBytes(v.src, 0); err == nil {
+		if f, err := parseFile(v.src); err == nil {
 			if n, err := p.FilterFile(f); err == nil && n != nil {
 				if pos := n.GetToken().Position; pos != nil {
 					e.Line, e.Column = pos.Line, pos.Column
