@@ -162,3 +162,65 @@ func shimsOf(id string) []string {
 	}
 	return out
 }
+
+// TestLyingProbeCannotConfirmBlockedSyscalls: the hardened reference with a
+// seccomp profile that allows io_uring (as Docker 20.10's default did), run
+// with a probe binary that reports every syscall probe blocked without making
+// the call. Before kernelview required the tracer to see the call refused,
+// "the kernel saw no io_uring_setup call" confirmed it: exit 0, every
+// criterion passing. Now the criterion is unconfirmed and the run fails.
+func TestLyingProbeCannotConfirmBlockedSyscalls(t *testing.T) {
+	binDir(t)
+	dir, err := filepath.Abs("../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, "seccomp-default.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &profile); err != nil {
+		t.Fatal(err)
+	}
+	rules := profile["syscalls"].([]any)
+	rules = append(rules, map[string]any{"names": []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}, "action": "SCMP_ACT_ALLOW"})
+	profile["syscalls"] = rules
+	tmp := t.TempDir()
+	pb, _ := json.Marshal(profile)
+	if err := os.WriteFile(filepath.Join(tmp, "seccomp-io-uring.json"), pb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := os.ReadFile(filepath.Join(dir, "hardened.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(tb), "launch: task", "launch: exec", 1)
+	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: seccomp-io-uring.json", 1)
+	target := filepath.Join(tmp, "hardened-io-uring.yaml")
+	if err := os.WriteFile(target, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	liar := forgeBinary(t, "blocked")
+	r := sandcheck(t, "run", "--target", target, "--quiet", "--probe-binary", liar, "--probes", "syscalls.io-uring-setup")
+	rec := r.mustRecord(t)
+	if rec.Tracer == nil || rec.Tracer.Status != "on" {
+		t.Fatalf("the tracer is not on (%+v): the test needs the kernel's view", rec.Tracer)
+	}
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("a lying probe gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
+	}
+	var reasons string
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "hardened-runtime" {
+			reasons = strings.Join(c.Reasons, "\n")
+			if c.Status != "unconfirmed" && c.Status != "fail" {
+				t.Errorf("hardened-runtime is %s", c.Status)
+			}
+		}
+	}
+	if !strings.Contains(reasons, "never saw the call refused") || !strings.Contains(reasons, "syscalls.io-uring-setup") {
+		t.Errorf("the verdict does not say the kernel never saw the call refused:\n%s", reasons)
+	}
+}
