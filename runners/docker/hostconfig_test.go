@@ -85,3 +85,37 @@ func TestUnconfinedNetworkRefusesNetworkProbes(t *testing.T) {
 		t.Fatalf("inspect: %v %v", err, in.Container.HostConfig)
 	}
 }
+
+// TestUnconfinedNetworkRefusesNetworkProbeTasks: in task launch mode the
+// probe is the sandbox's first process; on a host network the runner refuses
+// to create such a sandbox at all.
+func TestUnconfinedNetworkRefusesNetworkProbeTasks(t *testing.T) {
+	requireEngine(t)
+	var netProbe string
+	for _, s := range probes.Catalog() {
+		if s.Category == "metadata" {
+			netProbe = s.ID
+			break
+		}
+	}
+	for _, network := range []string{"host", "bridge"} {
+		cfg := weak("runc")
+		cfg.Network = network
+		spec, mark := testSpec(t, fakeProbe(t))
+		spec.Command = []string{"/.sandcheck/sandcheck-probe", "run", "--token", "t", netProbe}
+		r, err := New(cfg, testImage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := r.Start(context.Background(), spec)
+		if sb != nil {
+			_ = sb.Close(context.Background())
+		}
+		if !errors.Is(err, ErrNetworkProbeRefused) {
+			t.Errorf("network %s: task %s started: %v", network, netProbe, err)
+		}
+		if left := leftovers(t, mark); len(left) > 0 {
+			t.Errorf("network %s: a container was created: %v", network, left)
+		}
+	}
+}

@@ -51,6 +51,12 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	if err != nil {
 		return nil, err
 	}
+	if unconfinedNetwork(network) && len(spec.Command) > 0 {
+		// A task sandbox's first process is the probe itself.
+		if err := checkNetworkArgv(spec.Command); err != nil {
+			return nil, err
+		}
+	}
 	hc, err := r.cfg.hostConfig(spec, network)
 	if err != nil {
 		return nil, err
