@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"testing"
 
@@ -117,5 +119,29 @@ func TestUnconfinedNetworkRefusesNetworkProbeTasks(t *testing.T) {
 		if left := leftovers(t, mark); len(left) > 0 {
 			t.Errorf("network %s: a container was created: %v", network, left)
 		}
+	}
+}
+
+// TestNamedNetworkConfinement: a named Docker network counts as confined only
+// when it is internal (no route off the host).
+func TestNamedNetworkConfinement(t *testing.T) {
+	requireEngine(t)
+	cli := engineClient(t)
+	ctx := context.Background()
+	for _, internal := range []bool{true, false} {
+		name := fmt.Sprintf("sandcheck-test-confine-%v-%d", internal, os.Getpid())
+		if _, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{Internal: internal, Labels: map[string]string{labelTest: "confine"}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = cli.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}) })
+		if got := unconfinedNetwork(ctx, cli, name, ""); got == internal {
+			t.Errorf("network %s (internal %v): unconfined %v", name, internal, got)
+		}
+	}
+	if !unconfinedNetwork(ctx, cli, "sandcheck-no-such-network", "") {
+		t.Error("a network that cannot be inspected counts as confined")
+	}
+	if unconfinedNetwork(ctx, cli, "none", "") || unconfinedNetwork(ctx, cli, "h1", "h1") || !unconfinedNetwork(ctx, cli, "host", "") {
+		t.Error("none, the harness network or host misclassified")
 	}
 }

@@ -1,17 +1,21 @@
 package docker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
-// ErrNetworkProbeRefused is returned by Exec for a network probe in a sandbox
-// whose network the harness does not confine (host or Docker's bridge): its
-// traffic would leave the harness's own addresses. The engine should not ask
+// ErrNetworkProbeRefused is returned by Exec (and Start, for a task) for a
+// network probe in a sandbox whose network the harness does not confine
+// (host, Docker's bridge, any network not marked internal): its traffic
+// could leave the harness's own addresses. The engine should not ask
 // (see NetworkProbe); this is the runner's own guard.
 var ErrNetworkProbeRefused = errors.New("network probe refused: the sandbox's network is not confined to the harness's addresses")
 
@@ -28,10 +32,19 @@ func NetworkProbe(s probes.Spec) bool {
 	return slices.Contains(s.Labels, "needs-network")
 }
 
-// unconfinedNetwork reports whether a network mode lets the sandbox reach
-// beyond the harness's addresses.
-func unconfinedNetwork(mode string) bool {
-	return slices.Contains(targets.UnconfinedNetworks, mode)
+// unconfinedNetwork reports whether a network mode may let the sandbox reach
+// beyond the harness's addresses: anything but none, the harness's own
+// network and a Docker network marked internal (no route off the host). A
+// network that cannot be inspected counts as unconfined.
+func unconfinedNetwork(ctx context.Context, cli client.APIClient, mode, harness string) bool {
+	switch {
+	case mode == "none", harness != "" && mode == harness:
+		return false
+	case slices.Contains(targets.UnconfinedNetworks, mode):
+		return true
+	}
+	res, err := cli.NetworkInspect(ctx, mode, client.NetworkInspectOptions{})
+	return err != nil || !res.Network.Internal
 }
 
 // networkProbes are the catalog's network probe IDs.
