@@ -67,3 +67,19 @@ func checkNetworkArgv(argv []string) error {
 	}
 	return nil
 }
+
+// NetworkConfined reports whether a target's network setting keeps a
+// sandbox's traffic on the harness's addresses (none, harness, or an internal
+// Docker network), as the runner's guard judges it. The engine marks network
+// probes not-tested where it does not, instead of asking the runner to run
+// them.
+func NetworkConfined(ctx context.Context, network string) (bool, error) {
+	if network == "none" || network == "harness" {
+		return true, nil
+	}
+	c, err := engine(ctx)
+	if err != nil {
+		return false, err
+	}
+	return !unconfinedNetwork(ctx, c, network, ""), nil
+}
