@@ -69,6 +69,9 @@ func TestKilledRunIsSwept(t *testing.T) {
 		t.Fatalf("the killed run left no sandbox or run folder to sweep: the test proves nothing")
 	}
 
+	// A run folder without an owner file is judged only once it has not
+	// changed for 15 s (a run that is starting may not hold it yet).
+	time.Sleep(16 * time.Second)
 	c := exec.Command(filepath.Join(bin, "sandcheck"), "cleanup", "--lock-wait", "5m")
 	c.Dir = ".."
 	cout, err := c.CombinedOutput()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,7 @@ func sweepRunDirs(glob string) (removed, kept []string, err error) {
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		if live, why := runDirLive(dir, held); live {
+		if live, why := runDirLive(dir, held, fi.ModTime()); live {
 			kept = append(kept, "run folder "+dir+": "+why)
 			continue
 		}
@@ -78,7 +79,7 @@ func sweepRunDirs(glob string) (removed, kept []string, err error) {
 }
 
 // runDirLive says whether a run folder's run may be live, and why.
-func runDirLive(dir string, held []string) (bool, string) {
+func runDirLive(dir string, held []string, modified time.Time) (bool, string) {
 	if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
 		owner := strings.TrimSpace(string(b))
 		if alive, known := ownerAlive(owner); alive || !known {
@@ -91,8 +92,17 @@ func runDirLive(dir string, held []string) (bool, string) {
 			return true, "a process holds " + p
 		}
 	}
+	// A run that is starting has made its folder but may not hold anything
+	// in it yet.
+	if age := time.Since(modified); age < youngRunDir {
+		return true, fmt.Sprintf("changed %s ago, too recently to judge", age.Round(time.Second))
+	}
 	return false, ""
 }
+
+// youngRunDir is how recently changed a run folder without an owner file
+// must be for a sweep to leave it alone.
+const youngRunDir = 15 * time.Second
 
 // heldPaths lists paths live processes hold: bound unix sockets, open files
 // and working folders.

@@ -59,8 +59,8 @@ func TestDeadReason(t *testing.T) {
 }
 
 // TestSweepRunDirs: a folder whose owner is gone, or that no process holds,
-// goes (with its honey credentials); a live owner's, or one whose agent
-// socket is bound, stays.
+// goes (with its honey credentials); a live owner's, one whose agent socket is
+// bound, or one changed in the last seconds (a run starting), stays.
 func TestSweepRunDirs(t *testing.T) {
 	base := t.TempDir()
 	mk := func(name string) string {
@@ -80,6 +80,13 @@ func TestSweepRunDirs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dead, ownerFile), []byte(bootID()+"/999999999/1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	old := time.Now().Add(-time.Minute)
+	for _, d := range []string{live, dead, held, loose} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	young := mk("young")
 	ln, err := net.Listen("unix", filepath.Join(held, "agent.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +96,7 @@ func TestSweepRunDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{live, held} {
+	for _, d := range []string{live, held, young} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("live folder %s removed: %v (kept %q)", d, err, kept)
 		}
@@ -99,7 +106,7 @@ func TestSweepRunDirs(t *testing.T) {
 			t.Errorf("dead folder %s kept (removed %q)", d, removed)
 		}
 	}
-	if len(removed) != 2 || len(kept) != 2 {
+	if len(removed) != 2 || len(kept) != 3 {
 		t.Errorf("removed %q kept %q", removed, kept)
 	}
 }
