@@ -25,7 +25,18 @@ type Grader struct {
 	criteria []string
 	version  string
 	now      func() time.Time
+	budget   time.Duration
 }
+
+// EvalBudget is how long one grading may evaluate by default: the embedded
+// policy needs well under a second, so only a runaway user policy (say
+// numbers.range(1, 1e8)) meets it.
+const EvalBudget = 30 * time.Second
+
+// ErrPolicyRuntime is wrapped by a grading the policy could not finish: a
+// built-in function failed (strict built-in errors: a runtime error never
+// silently leaves a rule undefined) or the evaluation ran past its budget.
+var ErrPolicyRuntime = errors.New("policy runtime error")
 
 // Option configures a Grader.
 type Option func(*config)
@@ -35,6 +46,12 @@ type config struct {
 	dirs    []string
 	waivers []Waiver
 	now     func() time.Time
+	budget  time.Duration
+}
+
+// WithEvalBudget bounds each grading's evaluation time (default EvalBudget).
+func WithEvalBudget(d time.Duration) Option {
+	return func(c *config) { c.budget = d }
 }
 
 // WithCatalog grades against specs instead of probes.Catalog(). The criteria
@@ -65,7 +82,7 @@ func WithClock(now func() time.Time) Option {
 // New loads and compiles the policy (strictly, as `opa check --strict`
 // would) and prepares its query. Errors name the file and line at fault.
 func New(opts ...Option) (*Grader, error) {
-	cfg := config{now: time.Now}
+	cfg := config{now: time.Now, budget: EvalBudget}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -92,6 +109,7 @@ func New(opts ...Option) (*Grader, error) {
 		rego.Store(inmem.NewFromObject(store)),
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
+		rego.StrictBuiltinErrors(true),
 	}
 	ropts := append(slices.Clone(base), rego.Query(Query))
 	for _, m := range mods {
@@ -104,7 +122,7 @@ func New(opts ...Option) (*Grader, error) {
 	if err := checkProfilePatterns(context.Background(), base, mods); err != nil {
 		return nil, err
 	}
-	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now}, nil
+	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now, budget: cfg.budget}, nil
 }
 
 // Version identifies the policy this grader applies (embedded and user
@@ -129,9 +147,9 @@ func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Ver
 	if err != nil {
 		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
 	}
-	rs, err := g.query.Eval(ctx, rego.EvalInput(input), rego.EvalTime(g.now()))
+	rs, err := g.eval(ctx, input)
 	if err != nil {
-		return nil, fmt.Errorf("grading record %s: evaluating policy: %w", rec.RunID, err)
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return nil, fmt.Errorf("grading record %s: policy gave %d results, want one verdict", rec.RunID, len(rs))
@@ -144,6 +162,24 @@ func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Ver
 		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
 	}
 	return v, nil
+}
+
+// eval runs the prepared query within the grader's budget. A built-in
+// function's error stops the evaluation (rather than leaving its rule
+// undefined, which could drop a deny).
+func (g *Grader) eval(ctx context.Context, input map[string]any) (rego.ResultSet, error) {
+	ectx, cancel := context.WithTimeout(ctx, g.budget)
+	defer cancel()
+	rs, err := g.query.Eval(ectx, rego.EvalInput(input), rego.EvalTime(g.now()))
+	switch {
+	case err != nil && ectx.Err() != nil && ctx.Err() == nil:
+		return nil, fmt.Errorf("%w: evaluating policy: stopped after its budget of %s (a user policy that evaluates without bound?): %w", ErrPolicyRuntime, g.budget, err)
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("evaluating policy: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: evaluating policy: %w", ErrPolicyRuntime, err)
+	}
+	return rs, nil
 }
 
 // toInput turns the record into the plain JSON value the policy reads.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
@@ -60,6 +61,9 @@ func assembleAll(paths []string, withTests bool) ([]module, []module, map[string
 			if seen[m.name] {
 				return nil, nil, nil, fmt.Errorf("loading policy %s: two modules named %s", p, m.name)
 			}
+			if err := checkPackage(m, byName); err != nil {
+				return nil, nil, nil, fmt.Errorf("loading policy %s: %w", p, err)
+			}
 			seen[m.name] = true
 			byName[m.name] = m
 		}
@@ -79,4 +83,43 @@ func assembleAll(paths []string, withTests bool) ([]module, []module, map[string
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].name < mods[j].name })
 	return mods, tests, data, nil
+}
+
+// checkPackage keeps a user module out of the packages sandcheck grades with:
+// rules added to sandcheck.release or sandcheck.criteria (a second "pass if
+// true", say) would change the verdict behind the rules' back, and
+// data.catalog and data.grading are the harness's. A module may replace an
+// embedded module of the same file name, in that module's package; any
+// other module goes in sandcheck.user (or below) or outside sandcheck.
+func checkPackage(m module, embedded map[string]module) error {
+	pkg, err := packageOf(m)
+	if err != nil {
+		return err
+	}
+	if prev, ok := embedded[m.name]; ok {
+		want, err := packageOf(prev)
+		if err == nil && pkg != want {
+			return fmt.Errorf("%s replaces the embedded %s, so it must declare package %s, not %s", m.file, m.name, strings.TrimPrefix(want, "data."), strings.TrimPrefix(pkg, "data."))
+		}
+		return err
+	}
+	for _, r := range []string{"data.sandcheck", "data.catalog", "data.grading"} {
+		if pkg != r && !strings.HasPrefix(pkg, r+".") {
+			continue
+		}
+		if pkg == "data.sandcheck.user" || strings.HasPrefix(pkg, "data.sandcheck.user.") {
+			return nil
+		}
+		return fmt.Errorf("%s: package %s is reserved for sandcheck; put rules in package sandcheck.user or below", m.file, strings.TrimPrefix(pkg, "data."))
+	}
+	return nil
+}
+
+// packageOf is a module's package path, e.g. "data.sandcheck.user.team".
+func packageOf(m module) (string, error) {
+	pm, err := ast.ParseModuleWithOpts(m.file, m.src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		return "", fmt.Errorf("parsing %s: %w", m.file, err)
+	}
+	return pm.Package.Path.String(), nil
 }

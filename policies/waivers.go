@@ -11,9 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobwas/glob"
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/sandcheck/sandcheck/internal/yamlbound"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -83,14 +86,17 @@ var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // errors and waiver IDs. Every required field (target, owner, reason,
 // expires, and criterion or probe) must be present.
 func ParseWaivers(name string, b []byte) ([]Waiver, error) {
+	if err := checkWaiverShape(name, b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, err)
+	}
 	var doc struct {
 		Schema  string   `yaml:"schema"`
 		Waivers []Waiver `yaml:"waivers"`
 	}
-	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&doc); err != nil {
+	if err := decodeWaiverYAML(b, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, yamlError(name, err))
 	}
-	file, _ := parser.ParseBytes(b, 0)
+	file := parseWaiverFile(b)
 	line := func(path string) int {
 		p, err := yaml.PathString(path)
 		if err != nil || file == nil {
@@ -124,6 +130,11 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		if w.Criterion != "" && !slices.Contains(probes.Criteria, w.Criterion) {
 			bad(at+".criterion", "criterion %q is not one of %v", w.Criterion, probes.Criteria)
 		}
+		if w.Probe != "" {
+			if err := globMatchesAProbe(w.Probe); err != nil {
+				bad(at+".probe", "probe %q %v", w.Probe, err)
+			}
+		}
 		if w.Expires != "" {
 			t, err := expiry(w.Expires)
 			if err != nil {
@@ -136,6 +147,64 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, errors.Join(errs...))
 	}
 	return doc.Waivers, nil
+}
+
+// globMatchesAProbe checks a waiver's probe glob the way the policy matches
+// it (glob.match with "." as the separator) against the probe catalog: a
+// glob that matches no probe would waive nothing, silently.
+func globMatchesAProbe(p string) error {
+	g, err := glob.Compile(p, '.')
+	if err != nil {
+		return fmt.Errorf("is not a glob: %w", err)
+	}
+	for _, s := range probes.Catalog() {
+		if g.Match(s.ID) {
+			return nil
+		}
+	}
+	return errors.New("matches no probe in the catalog (see `sandcheck probes list`); note that * does not cross a '.'")
+}
+
+// checkWaiverShape bounds the file before the YAML parser sees it (size,
+// nesting, aliases) and wants exactly one document.
+func checkWaiverShape(name string, b []byte) error {
+	lim := yamlbound.Default
+	lim.MaxBytes = maxWaiverFile
+	sh, err := yamlbound.Check(b, lim)
+	var be *yamlbound.Error
+	switch {
+	case errors.As(err, &be):
+		return &WaiverError{File: name, Line: be.Line, Msg: be.Msg}
+	case err != nil:
+		return &WaiverError{File: name, Msg: err.Error()}
+	case sh.Documents == 0:
+		return &WaiverError{File: name, Msg: "the file is empty (no YAML document)"}
+	case sh.Documents > 1:
+		return &WaiverError{File: name, Msg: fmt.Sprintf("holds %d YAML documents; a waiver file holds exactly one", sh.Documents)}
+	}
+	return nil
+}
+
+// decodeWaiverYAML decodes strictly; a panic of the YAML library on
+// malformed input is a malformed file, not a crash.
+func decodeWaiverYAML(b []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v)", p)
+		}
+	}()
+	return yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(v)
+}
+
+// parseWaiverFile parses for line numbers; nil when the library fails.
+func parseWaiverFile(b []byte) (f *ast.File) {
+	defer func() {
+		if recover() != nil {
+			f = nil
+		}
+	}()
+	f, _ = parser.ParseBytes(b, 0)
+	return f
 }
 
 // expiry reads a date (valid through that day, UTC) or an RFC 3339 time.
@@ -165,14 +234,24 @@ func yamlError(name string, err error) error {
 	return &WaiverError{File: name, Msg: err.Error()}
 }
 
+// lastNanoInstant is the latest instant Rego's time functions can represent
+// (int64 nanoseconds since 1970, in 2262). A waiver that expires later is
+// handed to the policy as expiring then: past it, time.parse_rfc3339_ns fails,
+// and a failing built-in must not silently drop the waiver.
+var lastNanoInstant = time.Unix(0, 1<<63-1).UTC().Truncate(time.Second)
+
 // waiverData is the waivers as the policy reads them (data.grading.waivers).
 func waiverData(ws []Waiver) []any {
 	out := make([]any, len(ws))
 	for i, w := range ws {
+		at := w.ExpiresAt
+		if at.After(lastNanoInstant) {
+			at = lastNanoInstant
+		}
 		out[i] = map[string]any{
 			"id": w.ID, "criterion": w.Criterion, "probe": w.Probe, "target": w.Target,
 			"owner": w.Owner, "reason": w.Reason, "expires": w.Expires,
-			"expires_at": w.ExpiresAt.UTC().Format(time.RFC3339Nano),
+			"expires_at": at.UTC().Format(time.RFC3339Nano),
 		}
 	}
 	return out

@@ -26,8 +26,10 @@ type Identity struct {
 
 var (
 	identityVar = regexp.MustCompile(`\$\{[^}]*\}`)
-	// labelKey follows Docker's recommendation: reverse-DNS-ish lower case.
-	labelKey = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	// labelKey is what Docker and the platforms that label sandboxes write:
+	// reverse-DNS keys, upper case, and Kubernetes-style prefixes such as
+	// acme.io/run; no blanks, no '='.
+	labelKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:-]{0,254}$`)
 )
 
 // maxHostname is the kernel's limit on a UTS host name (and RFC 1123's on
@@ -59,7 +61,7 @@ func (v *validator) checkIdentity(d *Docker) {
 		p := "$.docker.labels." + k
 		switch {
 		case !labelKey.MatchString(k):
-			v.add(p, "label names are lower-case letters, digits, '.', '_' and '-'")
+			v.add(p, "label names are letters, digits, '.', '_', '-', '/' and ':', starting with a letter or digit")
 		case strings.HasPrefix(k, "sandcheck.") || k == "sandcheck":
 			v.add(p, "the sandcheck. prefix is reserved for the harness's own labels")
 		}

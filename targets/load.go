@@ -14,8 +14,10 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/sandcheck/sandcheck/internal/yamlbound"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -78,9 +80,11 @@ func Load(path string) (*Target, error) {
 // Parse decodes and validates target file content; name is used in errors
 // and to resolve relative paths.
 func Parse(name string, b []byte) (*Target, error) {
+	if err := checkShape(name, b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	var t Target
-	dec := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField())
-	if err := dec.Decode(&t); err != nil {
+	if err := decodeYAML(b, &t); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, decodeError(name, err))
 	}
 	sum := sha256.Sum256(b)
@@ -91,6 +95,48 @@ func Parse(name string, b []byte) (*Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, v.errs)
 	}
 	return &t, nil
+}
+
+// checkShape bounds the file before the YAML parser sees it (size, nesting,
+// aliases) and wants exactly one document: a second one would be ignored.
+func checkShape(name string, b []byte) error {
+	lim := yamlbound.Default
+	lim.MaxBytes = MaxFileSize
+	sh, err := yamlbound.Check(b, lim)
+	var be *yamlbound.Error
+	switch {
+	case errors.As(err, &be):
+		return &Error{File: name, Line: be.Line, Msg: be.Msg}
+	case err != nil:
+		return &Error{File: name, Msg: err.Error()}
+	case sh.Documents == 0:
+		return &Error{File: name, Msg: "the file is empty (no YAML document)"}
+	case sh.Documents > 1:
+		return &Error{File: name, Msg: fmt.Sprintf("holds %d YAML documents; a target file holds exactly one", sh.Documents)}
+	}
+	return nil
+}
+
+// decodeYAML decodes strictly (unknown fields are errors). The YAML library
+// panics on some malformed input (a tag on a sequence entry, found by
+// FuzzParse): that is a malformed file, not a crash of the harness.
+func decodeYAML(b []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the YAML decoder failed on this file (%v)", p)
+		}
+	}()
+	return yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(v)
+}
+
+// parseFile parses for positions, a panic of the library being an error.
+func parseFile(b []byte) (f *ast.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, err = nil, fmt.Errorf("the YAML parser failed on this file (%v)", p)
+		}
+	}()
+	return parser.ParseBytes(b, 0)
 }
 
 func decodeError(name string, err error) error {
@@ -114,7 +160,7 @@ type validator struct {
 func (v *validator) add(path, format string, args ...any) {
 	e := &Error{File: v.name, Field: path, Msg: fmt.Sprintf(format, args...)}
 	if p, err := yaml.PathString(path); err == nil {
-		if f, err := parser.ParseBytes(v.src, 0); err == nil {
+		if f, err := parseFile(v.src); err == nil {
 			if n, err := p.FilterFile(f); err == nil && n != nil {
 				if pos := n.GetToken().Position; pos != nil {
 					e.Line, e.Column = pos.Line, pos.Column
@@ -195,8 +241,8 @@ func (v *validator) checkDocker(d *Docker) {
 		oneOf("$.docker.system_paths", d.SystemPaths, "masked", "unconfined")
 	}
 	for i, c := range d.CapAdd {
-		if !capPattern.MatchString(c) || c == "ALL" || strings.HasPrefix(c, "CAP_") {
-			v.add(fmt.Sprintf("$.docker.cap_add[%d]", i), "%q is not a capability name without the CAP_ prefix", c)
+		if !capPattern.MatchString(c) || strings.HasPrefix(c, "CAP_") {
+			v.add(fmt.Sprintf("$.docker.cap_add[%d]", i), "%q is not a capability name without the CAP_ prefix (or ALL)", c)
 		}
 	}
 	for i, c := range d.CapDrop {
@@ -248,8 +294,8 @@ func (v *validator) checkDocker(d *Docker) {
 	}
 	if d.Network == "" {
 		v.add("$.docker.network", "is required: none, harness or a Docker network name")
-	} else if d.Network == "host" || d.Network == "bridge" || d.Network == "default" {
-		v.add("$.docker.network", "%q would reach beyond the harness's own addresses; use none, harness or a dedicated network", d.Network)
+	} else if strings.HasPrefix(d.Network, "container:") {
+		v.add("$.docker.network", "%q joins another container's network namespace, which sandcheck cannot start or observe; describe that container's own network instead", d.Network)
 	}
 	if d.Egress != "" {
 		switch {
@@ -263,6 +309,8 @@ func (v *validator) checkDocker(d *Docker) {
 		p := fmt.Sprintf("$.docker.mounts[%d]", i)
 		if m.Source == "" {
 			v.add(p+".source", "is required")
+		} else if _, _, err := resolveSource(m.Source, "/", "/run-dir"); err != nil {
+			v.add(p+".source", "%q %v", m.Source, err)
 		}
 		if !filepath.IsAbs(m.Target) || filepath.Clean(m.Target) == "/" {
 			v.add(p+".target", "must be an absolute path other than / (got %q)", m.Target)
@@ -274,6 +322,7 @@ func (v *validator) checkDocker(d *Docker) {
 	if d.PID != "" {
 		oneOf("$.docker.pid", d.PID, "host")
 	}
+	v.checkDockerHost(d)
 	for i, dv := range d.Devices {
 		p := fmt.Sprintf("$.docker.devices[%d]", i)
 		if dv.Source != BlockCanarySource && (!filepath.IsAbs(dv.Source) || filepath.Clean(dv.Source) != dv.Source) {
@@ -316,34 +365,107 @@ func ParseSize(s string) (int64, error) {
 	return n << shift, nil
 }
 
+// RunDirVar is the mount source prefix that names the run's own folder.
+const RunDirVar = "${SANDCHECK_RUN_DIR}"
+
 // ResolveMounts returns the docker mounts with ${SANDCHECK_RUN_DIR} expanded
 // and relative sources made absolute against the target file's folder. It
 // creates missing sources only inside runDir, the run's own folder.
 func (t *Target) ResolveMounts(runDir string) ([]Mount, error) {
+	return t.resolveMounts(runDir, true)
+}
+
+// CheckMounts makes the checks ResolveMounts makes, without a run folder and
+// without creating anything: a source outside the run's folder must exist.
+func (t *Target) CheckMounts() error {
+	_, err := t.resolveMounts("/nonexistent/sandcheck-run-dir", false)
+	return err
+}
+
+func (t *Target) resolveMounts(runDir string, create bool) ([]Mount, error) {
 	if t.Docker == nil {
 		return nil, nil
 	}
 	base := filepath.Dir(t.Path)
 	out := make([]Mount, 0, len(t.Docker.Mounts))
 	for _, m := range t.Docker.Mounts {
-		src := strings.ReplaceAll(m.Source, "${SANDCHECK_RUN_DIR}", runDir)
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(base, src)
+		src, inRun, err := resolveSource(m.Source, base, runDir)
+		if err != nil {
+			return nil, fmt.Errorf("mount source %s of target %s: %w", m.Source, t.Path, err)
 		}
-		src = filepath.Clean(src)
 		if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
-			rel, rerr := filepath.Rel(runDir, src)
-			if rerr != nil || strings.HasPrefix(rel, "..") {
+			switch {
+			case !inRun:
 				return nil, fmt.Errorf("mount source %s of target %s does not exist", src, t.Path)
-			}
-			if err := os.MkdirAll(src, 0o755); err != nil {
-				return nil, fmt.Errorf("creating mount source %s: %w", src, err)
+			case create:
+				if err := os.MkdirAll(src, 0o755); err != nil {
+					return nil, fmt.Errorf("creating mount source %s: %w", src, err)
+				}
 			}
 		}
 		m.Source = src
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// resolveSource expands a mount source: ${SANDCHECK_RUN_DIR} names runDir
+// (and the source must stay inside it), a relative path is relative to base.
+func resolveSource(source, base, runDir string) (string, bool, error) {
+	if rest, ok := strings.CutPrefix(source, RunDirVar); ok {
+		if rest != "" && !strings.HasPrefix(rest, "/") {
+			return "", false, fmt.Errorf("%s must be followed by / or nothing", RunDirVar)
+		}
+		if escapesRunDir(rest) {
+			return "", false, fmt.Errorf("leaves the run's folder (%s) through ..", RunDirVar)
+		}
+		return filepath.Join(runDir, rest), true, nil
+	}
+	if strings.Contains(source, RunDirVar) {
+		return "", false, fmt.Errorf("%s may only start a source", RunDirVar)
+	}
+	src := source
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(base, src)
+	}
+	return filepath.Clean(src), false, nil
+}
+
+// escapesRunDir reports whether a path below the run folder ("/a/../..")
+// climbs out of it.
+func escapesRunDir(rest string) bool {
+	depth := 0
+	for _, el := range strings.Split(rest, "/") {
+		switch el {
+		case "", ".":
+		case "..":
+			depth--
+		default:
+			depth++
+		}
+		if depth < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// SeccompPath is the seccomp setting with a profile path made absolute
+// against the target file's folder (default and unconfined unchanged).
+func (t *Target) SeccompPath() string {
+	if t.Docker == nil {
+		return ""
+	}
+	s := t.Docker.Seccomp
+	switch {
+	case s == "" || s == "default" || s == "unconfined" || filepath.IsAbs(s):
+		return s
+	}
+	p, err := filepath.Abs(filepath.Join(filepath.Dir(t.Path), s))
+	if err != nil {
+		return filepath.Join(filepath.Dir(t.Path), s)
+	}
+	return p
 }
 
 // ResolveDevices returns the docker devices with the harness's loop device

@@ -33,7 +33,7 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		{"bad runtime", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: kata\n  network: none\n", "t.yaml:7:12: $.docker.runtime: \"kata\" is not one of"},
 		{"bad profile", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: yolo\ndocker:\n  runtime: runc\n  network: none\n", "t.yaml:5:10: $.profile"},
 		{"wrong schema", "schema: v0\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n", "t.yaml:1:9: $.schema"},
-		{"host network", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: host\n", "$.docker.network"},
+		{"container pid", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  pid: \"container:x\"\n", "$.docker.pid"},
 		{"bad tmpfs size", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  tmpfs:\n    - {path: /tmp, size: lots}\n", "$.docker.tmpfs[0].size"},
 		{"bad nr_inodes", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  tmpfs:\n    - {path: /tmp, size: 1Mi, nr_inodes: -4}\n", "$.docker.tmpfs[0].nr_inodes"},
 		{"bad shm size", "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  shm_size: huge\n", "t.yaml:9:13: $.docker.shm_size"},

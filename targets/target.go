@@ -95,8 +95,9 @@ type Docker struct {
 	// Empty means no budget.
 	CPUTime string `yaml:"cpu_time,omitempty"`
 	// Network is "none", "harness" (the harness's canary network, which
-	// reaches only harness-owned addresses) or the name of an existing
-	// Docker network.
+	// reaches only harness-owned addresses), "host" or "bridge" (accepted
+	// so they can be graded: the runtime's view fails them, and no network
+	// probe runs there) or the name of an existing Docker network.
 	Network string `yaml:"network"`
 	// Egress is the egress profile the platform promises for the sandbox:
 	// none, mirror-only, broker-only, proxy-only or open (see EgressProfiles).
@@ -126,6 +127,8 @@ type Docker struct {
 	// from outside; the same variables are filled per sandbox. The harness
 	// adds its sandcheck.* labels in any case, so those names are reserved.
 	Labels map[string]string `yaml:"labels,omitempty"`
+	// DockerHost is the rest of Docker's host configuration (hostconfig.go).
+	DockerHost `yaml:",inline"`
 }
 
 // BlockCanarySource names, as a device source, the harness's loop device.

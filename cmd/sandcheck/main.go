@@ -51,7 +51,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
-	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd())
+	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd(), cleanupCmd())
 	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
 	err := root.Execute()
 	if err == nil {

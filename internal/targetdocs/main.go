@@ -81,7 +81,7 @@ func run(w io.Writer, dir string) error {
 			continue
 		}
 		seen[name] = true
-		fields, missing := collect(structs[name])
+		fields, missing := collect(structs[name], structs)
 		for _, m := range missing {
 			undocumented = append(undocumented, name+"."+m)
 		}
@@ -114,7 +114,7 @@ func run(w io.Writer, dir string) error {
 // collect returns the YAML-visible fields of a struct, in source order. A
 // field without a comment of its own shares the previous field's when that
 // comment names it ("CapAdd and CapDrop are ...").
-func collect(st *ast.StructType) ([]field, []string) {
+func collect(st *ast.StructType, structs map[string]*ast.StructType) ([]field, []string) {
 	var out []field
 	var missing []string
 	prev := ""
@@ -131,7 +131,13 @@ func collect(st *ast.StructType) ([]field, []string) {
 		if err != nil {
 			continue
 		}
-		key, _, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ",")
+		key, opts, _ := strings.Cut(reflect.StructTag(tag).Get("yaml"), ",")
+		if id, ok := f.Type.(*ast.Ident); ok && len(f.Names) == 0 && opts == "inline" && structs[id.Name] != nil {
+			// An inlined struct's keys sit beside the embedding struct's.
+			more, miss := collect(structs[id.Name], structs)
+			out, missing = append(out, more...), append(missing, miss...)
+			continue
+		}
 		if key == "" || key == "-" {
 			continue
 		}

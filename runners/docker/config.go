@@ -179,7 +179,30 @@ func newSettings(d targets.Docker) (settings, error) {
 			bad("env name %q is not a variable name", k)
 		}
 	}
+	errs = append(errs, checkHost(d.DockerHost)...)
 	return s, errors.Join(errs...)
+}
+
+// checkHost guards the DockerHost settings against callers that skip the
+// target loader: namespace modes Docker knows, container paths for volumes.
+func checkHost(h targets.DockerHost) []error {
+	var errs []error
+	for _, m := range []struct{ what, val string }{{"ipc", h.IPC}, {"uts", h.UTS}, {"cgroupns", h.Cgroupns}, {"userns", h.Userns}} {
+		switch m.val {
+		case "", "host", "private", "shareable", "none":
+		default:
+			errs = append(errs, fmt.Errorf("%s mode %q is not one sandcheck can reproduce", m.what, m.val))
+		}
+	}
+	for _, v := range h.Volumes {
+		if v.Name == "" || strings.ContainsAny(v.Name, "/ ") {
+			errs = append(errs, fmt.Errorf("volume name %q is not a named volume", v.Name))
+		}
+		if _, err := containerPath("volume target", v.Target); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // containerPath checks a path inside the container: absolute, clean, not /

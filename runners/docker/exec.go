@@ -32,6 +32,11 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 	if len(argv) == 0 {
 		return res, errors.New("exec: empty command")
 	}
+	if s.unconfined {
+		if err := checkNetworkArgv(argv); err != nil {
+			return res, err
+		}
+	}
 	start := time.Now()
 	created, err := s.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{
 		AttachStdout: true, AttachStderr: true, Cmd: argv,

@@ -97,7 +97,36 @@ func (s settings) hostConfig(spec runners.SandboxSpec, network string) (*contain
 			Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly,
 		})
 	}
+	s.applyHost(hc)
 	return hc, nil
+}
+
+// applyHost maps the target's DockerHost settings onto the HostConfig, each
+// to the field of the same meaning.
+func (s settings) applyHost(hc *container.HostConfig) {
+	h := s.DockerHost
+	hc.Privileged = h.Privileged
+	hc.IpcMode = container.IpcMode(h.IPC)
+	hc.UTSMode = container.UTSMode(h.UTS)
+	hc.CgroupnsMode = container.CgroupnsMode(h.Cgroupns)
+	hc.UsernsMode = container.UsernsMode(h.Userns)
+	hc.Sysctls = maps.Clone(h.Sysctls)
+	hc.GroupAdd = slices.Clone(h.GroupAdd)
+	hc.ExtraHosts = slices.Clone(h.ExtraHosts)
+	hc.OomScoreAdj = h.OOMScoreAdj
+	hc.Resources.CPUShares = h.CPUShares
+	hc.Resources.CpusetCpus = h.CpusetCPUs
+	if h.OOMKillDisable {
+		hc.Resources.OomKillDisable = &h.OOMKillDisable
+	}
+	if h.Init {
+		hc.Init = &h.Init
+	}
+	for _, v := range h.Volumes {
+		hc.Mounts = append(hc.Mounts, mount.Mount{
+			Type: mount.TypeVolume, Source: v.Name, Target: v.Target, ReadOnly: v.ReadOnly,
+		})
+	}
 }
 
 // env is the target's environment with the harness's on top, as Docker wants

@@ -16,6 +16,9 @@ type Sandbox struct {
 	name  string
 	image string // the reference the target names
 	log   *slog.Logger
+	// unconfined is set when the sandbox's network is host or bridge: Exec
+	// then refuses network probes.
+	unconfined bool
 
 	// mergedDir is the container's root filesystem mount on the host (from
 	// the storage driver), looked for by VerifyTeardown.

@@ -64,6 +64,13 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 		return nil, err
 	}
 	cli := prov.Client()
+	unconfined := unconfinedNetwork(ctx, cli, network, spec.Network)
+	if unconfined && len(spec.Command) > 0 {
+		// A task sandbox's first process is the probe itself.
+		if err := checkNetworkArgv(spec.Command); err != nil {
+			return nil, err
+		}
+	}
 	// testcontainers-go pulls a missing image; checking first keeps sandcheck
 	// from ever pulling, and the ID pins the image that was checked.
 	id, err := imageID(ctx, cli, r.image)
@@ -75,8 +82,9 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 		labels = map[string]string{}
 	}
 	labels[LabelSandbox] = "1"
+	maps.Copy(labels, ownerLabels(r.maxLife))
 
-	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name)}
+	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name), unconfined: unconfined}
 	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
 	var ready wait.Strategy = readiness{sb: sb}
 	if len(spec.Command) > 0 {

@@ -1,0 +1,39 @@
+package targets
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzParse: any bytes give a target or an error wrapping ErrInvalid, never
+// a panic, and quickly (the shape check runs before the YAML parser).
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("../fixtures/targets/*.yaml")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(minimal))
+	f.Add([]byte(minimal + "---\n" + minimal))
+	f.Add([]byte("a: [[[[[[[[{{{{\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		t0 := time.Now()
+		tg, err := Parse("fuzz.yaml", b)
+		if d := time.Since(t0); d > 5*time.Second {
+			t.Fatalf("parsing %d bytes took %s", len(b), d)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error not wrapping ErrInvalid: %v", err)
+			}
+			return
+		}
+		if tg.Docker == nil || tg.Schema != Schema || tg.Digest == "" {
+			t.Fatalf("accepted target without docker, schema or digest: %+v", tg)
+		}
+	})
+}
