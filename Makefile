@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup build images run test unit bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup build images run test unit fuzz bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
 
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -48,11 +48,25 @@ run: setup build images ## run the hardened reference target, reports in out/
 		exit $$rc
 	}
 
-test: setup build images lint script-test ## everything CI runs: lint, script tests, all Go tests incl. e2e
+test: setup build images lint script-test ## everything CI runs: lint, script tests, all Go tests incl. e2e, a short fuzz of every parser
 	$(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz
 
 unit: ## fast tests only (go test -short), no setup
 	$(GO) test -short -count=1 ./...
+
+# Each fuzz target runs for FUZZTIME; crashers found are kept under the
+# package's testdata/fuzz and replayed by every plain `go test` from then on.
+FUZZTIME ?= 5s
+FUZZ_TARGETS = probes:FuzzParseResults targets:FuzzParse internal/yamlbound:FuzzCheck policies:FuzzParseWaivers \
+	canary:FuzzDNSAnswer canary:FuzzParseEcho canary:FuzzProxyRequest canary:FuzzMetadataRequest canary:FuzzSinkHello \
+	output:FuzzReadTar output:FuzzReadTarStaysInside output:FuzzUnframe
+
+fuzz: ## run every fuzz target for FUZZTIME each (parsers of probe output, targets, waivers, canaries, copy-out)
+	@for t in $(FUZZ_TARGETS); do
+		echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"
+		$(GO) test -run "^$${t#*:}$$" -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}
+	done
 
 bench: setup build images ## hardened references through the CLI (wall, start, per-probe seconds), then grading time per stored run
 	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
