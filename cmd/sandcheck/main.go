@@ -51,7 +51,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
-	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd())
+	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd(),
+		imageCmd(), registryCmd(), reportCmd(), runsCmd())
 	err := root.Execute()
 	if err == nil {
 		return
