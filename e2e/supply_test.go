@@ -232,6 +232,11 @@ func TestSupplyChain(t *testing.T) {
 		if c.Status != evidence.StatusPass || !strings.Contains(strings.Join(c.Reasons, "\n"), "transparency log not required") {
 			t.Errorf("immutable-approved-base %s: %q", c.Status, c.Reasons)
 		}
+		for _, f := range []string{"summary.md", "report.html"} {
+			if b, err := os.ReadFile(filepath.Join(passed.out, f)); err != nil || !strings.Contains(string(b), "transparency log not required") {
+				t.Errorf("%s does not say the transparency log was not required (%v)", f, err)
+			}
+		}
 		if passed.code != 0 {
 			t.Errorf("exit %d\n%s", passed.code, passed.stdout)
 		}

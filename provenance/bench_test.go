@@ -2,10 +2,22 @@ package provenance
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // sbomFloor is the bound on cataloging the runner image (issue 14).
 const sbomFloor = 10 * time.Second
@@ -28,23 +40,26 @@ func BenchmarkSBOMRunner(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var worst time.Duration
+	var worst, worstCPU time.Duration
 	b.ResetTimer()
 	for range b.N {
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		sbom, err := GenerateSBOM(ctx, ref)
-		d := time.Since(start)
+		d, c := time.Since(start), cpuTime()-cpu0
 		if err != nil {
 			b.Fatal(err)
 		}
 		if pk, err := ParseSBOM(sbom); err != nil || len(pk) == 0 {
 			b.Fatalf("SBOM of the runner lists no package (%v)", err)
 		}
-		worst = max(worst, d)
+		worst, worstCPU = max(worst, d), max(worstCPU, c)
 	}
 	b.StopTimer()
 	b.ReportMetric(worst.Seconds(), "s/sbom-worst")
-	b.Logf("SBOM of the runner image: worst %.2fs over %d (floor %s)", worst.Seconds(), b.N, sbomFloor)
+	b.ReportMetric(worstCPU.Seconds(), "cpu-s/sbom-worst")
+	load, _ := os.ReadFile("/proc/loadavg")
+	b.Logf("SBOM of the runner image: worst %.2fs wall, %.2fs CPU over %d (floor %s; load average %s)",
+		worst.Seconds(), worstCPU.Seconds(), b.N, sbomFloor, strings.Join(strings.Fields(string(load))[:3], " "))
 	if worst >= sbomFloor {
 		b.Errorf("SBOM generation took %s, floor %s", worst, sbomFloor)
 	}
