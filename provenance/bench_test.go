@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,13 @@ func cpuTime() time.Duration {
 
 // sbomFloor is the bound on cataloging the runner image (issue 14).
 const sbomFloor = 10 * time.Second
+
+// cold is the first SBOM of the process.
+var cold struct {
+	once      sync.Once
+	wall, cpu time.Duration
+	err       error
+}
 
 // BenchmarkSBOMRunner times syft's SBOM of the first-party runner image as
 // a loopback registry serves it (the image pushed from the Docker engine
@@ -40,26 +48,39 @@ func BenchmarkSBOMRunner(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var worst, worstCPU time.Duration
+	// The first SBOM of a process also builds syft's license scanner, which
+	// later ones reuse: it is timed once per process (benchmarks run this
+	// function more than once) and reported beside the later ones; the
+	// floor holds for both.
+	cold.once.Do(func() {
+		start, cpu0 := time.Now(), cpuTime()
+		_, cold.err = GenerateSBOM(ctx, ref)
+		cold.wall, cold.cpu = time.Since(start), cpuTime()-cpu0
+	})
+	if cold.err != nil {
+		b.Fatal(cold.err)
+	}
+	var warm time.Duration
 	b.ResetTimer()
 	for range b.N {
-		start, cpu0 := time.Now(), cpuTime()
+		start := time.Now()
 		sbom, err := GenerateSBOM(ctx, ref)
-		d, c := time.Since(start), cpuTime()-cpu0
+		d := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if pk, err := ParseSBOM(sbom); err != nil || len(pk) == 0 {
 			b.Fatalf("SBOM of the runner lists no package (%v)", err)
 		}
-		worst, worstCPU = max(worst, d), max(worstCPU, c)
+		warm = max(warm, d)
 	}
 	b.StopTimer()
-	b.ReportMetric(worst.Seconds(), "s/sbom-worst")
-	b.ReportMetric(worstCPU.Seconds(), "cpu-s/sbom-worst")
+	worst := max(cold.wall, warm)
+	b.ReportMetric(cold.wall.Seconds(), "s/first-sbom")
+	b.ReportMetric(warm.Seconds(), "s/sbom-worst")
 	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("SBOM of the runner image: worst %.2fs wall, %.2fs CPU over %d (floor %s; load average %s)",
-		worst.Seconds(), worstCPU.Seconds(), b.N, sbomFloor, strings.Join(strings.Fields(string(load))[:3], " "))
+	b.Logf("SBOM of the runner image: first of the process %.2fs wall (%.2fs CPU), then at worst %.2fs over %d (floor %s; load average %s)",
+		cold.wall.Seconds(), cold.cpu.Seconds(), warm.Seconds(), b.N, sbomFloor, strings.Join(strings.Fields(string(load))[:3], " "))
 	if worst >= sbomFloor {
 		b.Errorf("SBOM generation took %s, floor %s", worst, sbomFloor)
 	}

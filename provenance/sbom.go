@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/anchore/stereoscope/pkg/image"
 	"github.com/anchore/syft/syft"
@@ -36,7 +37,12 @@ func GenerateSBOM(ctx context.Context, ref name.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("reading %s for its SBOM: %w", ref, err)
 	}
 	defer src.Close()
-	s, err := syft.CreateSBOM(ctx, src, syft.DefaultCreateSBOMConfig().WithTool("sandcheck", "dev"))
+	cfg2 := syft.DefaultCreateSBOMConfig().WithTool("sandcheck", "dev")
+	lctx, err := licenseContext(cfg2)
+	if err != nil {
+		return nil, fmt.Errorf("cataloging %s: %w", ref, err)
+	}
+	s, err := syft.CreateSBOM(withValues(ctx, lctx), src, cfg2)
 	if err != nil {
 		return nil, fmt.Errorf("cataloging %s: %w", ref, err)
 	}
@@ -49,6 +55,40 @@ func GenerateSBOM(ctx context.Context, ref name.Digest) ([]byte, error) {
 		return nil, fmt.Errorf("encoding the SBOM of %s: %w", ref, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// The license scanner (a DFA over every known license text) costs more CPU
+// to build than cataloging a small image; a process builds it once and
+// every SBOM it makes reuses it.
+var (
+	licenseOnce sync.Once
+	licenseCtx  context.Context
+	licenseErr  error
+)
+
+func licenseContext(cfg *syft.CreateSBOMConfig) (context.Context, error) {
+	licenseOnce.Do(func() {
+		licenseCtx, licenseErr = syft.SetContextLicenseScanner(context.Background(), cfg.Licenses)
+	})
+	return licenseCtx, licenseErr
+}
+
+// valuesCtx is ctx (its deadline and cancellation) with the values of vals
+// where ctx has none.
+type valuesCtx struct {
+	context.Context
+	vals context.Context
+}
+
+func (c valuesCtx) Value(k any) any {
+	if v := c.Context.Value(k); v != nil {
+		return v
+	}
+	return c.vals.Value(k)
+}
+
+func withValues(ctx, vals context.Context) context.Context {
+	return valuesCtx{Context: ctx, vals: vals}
 }
 
 // Package is one component an SBOM lists.
