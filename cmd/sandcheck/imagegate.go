@@ -56,7 +56,12 @@ func imageGate(ctx context.Context, w io.Writer, cfg suites.Config, tg *targets.
 	if crit == nil {
 		return nil, harness(fmt.Errorf("the policy did not grade %s", baseCriterion))
 	}
-	if crit.Status == evidence.StatusFail || crit.Status == evidence.StatusUnconfirmed {
+	// The policy decides; a policy that passes an image whose signature did
+	// not verify or that is not pinned (a user module replacing image.rego)
+	// leaves its verdict as it is, but the harness still starts nothing
+	// from that image.
+	interlock := !prov.Signature.Verified || !prov.Pinned
+	if interlock || crit.Status == evidence.StatusFail || crit.Status == evidence.StatusUnconfirmed {
 		paths, err := reports.WriteAll(cfg.OutDir, rec, formatsOf(cfg))
 		if err != nil {
 			return nil, harness(err)
@@ -64,6 +69,9 @@ func imageGate(ctx context.Context, w io.Writer, cfg suites.Config, tg *targets.
 		fmt.Fprintf(w, "image %s failed verification (%s: %s); no sandbox started\n", tg.Image, baseCriterion, crit.Status)
 		for _, r := range crit.Reasons {
 			fmt.Fprintf(w, "  - %s\n", r)
+		}
+		if interlock {
+			fmt.Fprintf(w, "  - the harness starts no sandbox from an image that is not pinned by digest and signed (pinned %t, signature verified %t), whatever the policy says\n", prov.Pinned, prov.Signature.Verified)
 		}
 		for _, p := range paths {
 			fmt.Fprintf(w, "  wrote %s\n", p)

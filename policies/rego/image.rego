@@ -4,6 +4,9 @@
 # key-based: the transparency log is not required), be the image the run
 # started, and hold no component the profile forbids.
 #
+# A bad signature, a tag without a digest or a run of another image is an
+# integrity finding no waiver excuses; a forbidden package may be waived.
+#
 # A profile's forbidden_packages (a list of globs over SBOM package names,
 # lower-case) replaces the default below; set it in profiles.rego or in a
 # user policy's profiles.
@@ -34,7 +37,7 @@ forbidden_packages := list(object.get(
 	object.get(default_forbidden_packages, profile_name, []),
 ))
 
-deny_image_unsigned contains finding("immutable-approved-base", "", msg) if {
+deny_image_unsigned contains integrity_finding("immutable-approved-base", "", msg) if {
 	prov.signature.verified != true
 	msg := sprintf("image %s (%s) carries no valid signature by key %s: %s", [
 		prov.image_ref, prov_digest, prov.signature.key_fingerprint,
@@ -42,12 +45,12 @@ deny_image_unsigned contains finding("immutable-approved-base", "", msg) if {
 	])
 }
 
-deny_image_tag contains finding("immutable-approved-base", "", msg) if {
+deny_image_tag contains integrity_finding("immutable-approved-base", "", msg) if {
 	prov.pinned != true
 	msg := sprintf("image %s is a tag without a digest: what runs can change under the same name (pin it as name@%s)", [prov.image_ref, prov_digest])
 }
 
-deny_image_not_verified_one contains finding("immutable-approved-base", "", msg) if {
+deny_image_not_verified_one contains integrity_finding("immutable-approved-base", "", msg) if {
 	prov.signature.verified == true
 	run_image != ""
 	object.get(prov, "image_id", "") != run_image

@@ -113,3 +113,25 @@ test_signed_without_sbom_unconfirmed if {
 	rec := object.union(fixtures.record_base, {"provenance": object.remove(signed, ["sbom"])})
 	base(rec).status == "unconfirmed"
 }
+
+waiver := {
+	"id": "w.yaml:3", "criterion": "immutable-approved-base", "probe": "", "target": "hardened",
+	"owner": "sec@example.com", "reason": "pilot", "expires": "2030-06-30",
+	"expires_at": "2030-07-01T00:00:00Z",
+}
+
+waived(rec) := g if {
+	v := release.verdict with input as rec with data.catalog as catalog with data.grading.waivers as [waiver] with time.now_ns as 1908144000000000000
+	some g in v.criteria
+	g.id == "immutable-approved-base"
+}
+
+test_no_waiver_excuses_a_bad_signature if {
+	waived(with_prov({"signature": {"verified": false, "key_fingerprint": fp, "tlog_required": false, "error": "not signed"}})).status == "fail"
+	waived(with_prov({"pinned": false})).status == "fail"
+}
+
+test_a_waiver_may_accept_a_forbidden_package if {
+	rec := object.union(with_prov({"sbom": object.union(signed.sbom, {"packages": [{"name": "curl"}]})}), {"target": object.union(fixtures.record_base.target, {"profile": "no-network-transform"})})
+	waived(rec).status == "waived"
+}
