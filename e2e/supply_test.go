@@ -240,6 +240,10 @@ func TestSupplyChain(t *testing.T) {
 		if passed.code != 0 {
 			t.Errorf("exit %d\n%s", passed.code, passed.stdout)
 		}
+		// The stored record, provenance and all, re-grades the same way.
+		if r := sandcheck(t, "policy", "eval", "--input", filepath.Join(passed.out, "run.json")); r.code != 0 || !strings.Contains(r.stdout, "immutable-approved-base") {
+			t.Errorf("policy eval of the stored record: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 	})
 
 	t.Run("re-tagged after one layer changed", func(t *testing.T) {
