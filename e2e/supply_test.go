@@ -89,6 +89,9 @@ func (s *supply) push(t *testing.T, local, dst string) string {
 	if !regexp.MustCompile(`^127\.0\.0\.1:\d+/.+@sha256:[0-9a-f]{64}$`).MatchString(ref) {
 		t.Fatalf("image push printed %q, want a digest reference", ref)
 	}
+	// The engine's reference to the pulled image goes with the registry
+	// (the image itself stays while sandcheck/runner:dev names it).
+	t.Cleanup(func() { exec.Command("docker", "image", "rm", ref).Run() })
 	return ref
 }
 
