@@ -71,6 +71,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (parsers of probe output, targe
 bench: setup build images ## hardened references through the CLI (wall, start, per-probe seconds), then grading time per stored run
 	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench Grade ./policies/
+	$(GO) test -count=1 -run '^$$' -bench SBOMRunner -benchtime 3x -v ./provenance/ | grep -E 'SBOM|^ok|FAIL'
 
 # generate-check needs clang; without it the committed BPF objects are used
 # as they are (CI installs clang, so CI checks them).

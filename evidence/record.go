@@ -57,6 +57,9 @@ type Record struct {
 	Outputs []OutputRelease `json:"outputs,omitempty"`
 	Timing  Timing          `json:"timing"`
 	Verdict *Verdict        `json:"verdict,omitempty"`
+	// Provenance is what the harness verified about the image before any
+	// sandbox started (nil: the target asks for no image verification).
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // OutputRelease is one pass of the output release path: after the probe run

@@ -197,6 +197,9 @@ func (v *validator) check(t *Target) {
 	if t.Inputs != nil {
 		v.checkInputs(t.Inputs, t.Output)
 	}
+	if t.ImageVerify != nil {
+		v.checkImageVerify(t.ImageVerify)
+	}
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {

@@ -32,6 +32,9 @@ type Target struct {
 	// Inputs declares the folder the platform hands the task its inputs in
 	// (nil: the target declares none).
 	Inputs *Inputs `yaml:"inputs,omitempty"`
+	// ImageVerify, when set, has the harness verify the image's signature
+	// and SBOM before any sandbox starts (see ImageVerify).
+	ImageVerify *ImageVerify `yaml:"image_verify,omitempty"`
 
 	// Path is the file the target was read from (set by Load).
 	Path string `yaml:"-"`

@@ -53,6 +53,7 @@ func main() {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
 	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd(), cleanupCmd())
 	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
+	root.AddCommand(imageCmd(), registryCmd(), reportCmd(), runsCmd())
 	err := root.Execute()
 	if err == nil {
 		return

@@ -45,7 +45,8 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if cfg.TargetPath == "" {
 				return harness(errors.New("--target is required"))
 			}
-			if _, err := targets.Load(cfg.TargetPath); err != nil {
+			tg, err := targets.Load(cfg.TargetPath)
+			if err != nil {
 				return harness(err)
 			}
 			if _, err := cfg.NewGrader(); err != nil {
@@ -64,8 +65,16 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if cfg.ProbeBinary == "" {
 				cfg.ProbeBinary = suites.DefaultProbeBinary()
 			}
+			// Supply chain: verify the image before anything starts (imagegate.go).
+			prov, err := imageGate(cmd.Context(), cmd.OutOrStdout(), cfg, tg)
+			if err != nil {
+				return err
+			}
 			o, err := suites.Run(cmd.Context(), cfg, suites.ReporterOptions{Verbose: verbose, NoColor: quiet, Timeout: timeout})
 			if err != nil {
+				return harness(err)
+			}
+			if err := attachProvenance(cmd.Context(), cfg, o, prov); err != nil {
 				return harness(err)
 			}
 			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)

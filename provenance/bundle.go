@@ -1,0 +1,228 @@
+package provenance
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ita1 "github.com/in-toto/attestation/go/v1"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	sigdsse "github.com/sigstore/sigstore/pkg/signature/dsse"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// BundleFile is the name of the signed statement inside a run folder.
+const BundleFile = "bundle.intoto.json"
+
+// BundlePredicate is the predicate type of a sandcheck evidence bundle.
+const BundlePredicate = "https://sandcheck.dev/evidence-bundle/v1"
+
+// intotoPayloadType is the DSSE payload type of in-toto statements.
+const intotoPayloadType = "application/vnd.in-toto+json"
+
+// Bounds on what a bundle holds.
+const (
+	maxBundleFiles    = 10000
+	maxBundleEnvelope = 16 << 20
+)
+
+// BundleResult is what SignBundle signed or VerifyBundle established.
+type BundleResult struct {
+	// Path is the signed statement's file.
+	Path string `json:"path"`
+	// Files maps each file (slash path relative to the folder) to its
+	// sha256 digest.
+	Files map[string]string `json:"files"`
+	// RunID is the run the bundle holds (from run.json; empty if none).
+	RunID          string `json:"run_id,omitempty"`
+	KeyFingerprint string `json:"key_fingerprint"`
+	Tlog           string `json:"tlog"`
+}
+
+// SignBundle signs every regular file under dir (run record and verdict,
+// evidence stream, SBOM, reports) as the subjects of one in-toto statement,
+// in a DSSE envelope signed with s, written to dir/bundle.intoto.json.
+func SignBundle(dir string, s *Signer) (*BundleResult, error) {
+	files, err := hashTree(dir)
+	if err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("signing bundle %s: the folder holds no files", dir)
+	}
+	res := &BundleResult{Path: filepath.Join(dir, BundleFile), Files: files, RunID: runID(dir), KeyFingerprint: s.Fingerprint, Tlog: TlogNotRequired}
+	pred, err := structpb.NewStruct(map[string]any{
+		"run_id":          res.RunID,
+		"key_fingerprint": s.Fingerprint,
+		"tlog":            TlogNotRequired,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	st := &ita1.Statement{Type: ita1.StatementTypeUri, PredicateType: BundlePredicate, Predicate: pred}
+	for _, name := range sortedKeys(files) {
+		st.Subject = append(st.Subject, &ita1.ResourceDescriptor{
+			Name:   name,
+			Digest: map[string]string{"sha256": strings.TrimPrefix(files[name], "sha256:")},
+		})
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	pl, err := protojson.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	env, err := sigdsse.WrapSigner(s, intotoPayloadType).SignMessage(bytes.NewReader(pl))
+	if err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	if err := os.WriteFile(res.Path, env, 0o644); err != nil {
+		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	return res, nil
+}
+
+// VerifyBundle checks dir/bundle.intoto.json: its signature by v's key, and
+// that the folder holds exactly the files it lists, each with its digest. A
+// bad signature, a changed, missing or added file yields an error wrapping
+// ErrFailed; a missing or unparseable statement is a harness error.
+func VerifyBundle(dir string, v *Verifier) (*BundleResult, error) {
+	path := filepath.Join(dir, BundleFile)
+	env, err := readBounded(path, maxBundleEnvelope)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle: %w", err)
+	}
+	var e dsse.Envelope
+	if err := json.Unmarshal(env, &e); err != nil || e.Payload == "" || len(e.Signatures) == 0 {
+		return nil, fmt.Errorf("%w bundle %s: not a signed DSSE envelope", ErrMalformed, path)
+	}
+	if e.PayloadType != intotoPayloadType {
+		return nil, fmt.Errorf("%w bundle %s: payload type %q is not %q", ErrMalformed, path, e.PayloadType, intotoPayloadType)
+	}
+	raw, err := base64.StdEncoding.DecodeString(e.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w bundle %s: payload is not base64", ErrMalformed, path)
+	}
+	if err := sigdsse.WrapVerifier(v.Verifier).VerifySignature(bytes.NewReader(env), nil); err != nil {
+		return nil, fmt.Errorf("%w: bundle %s is not signed by key %s: %v", ErrFailed, path, v.Fingerprint, err)
+	}
+	var st ita1.Statement
+	if err := protojson.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("%w bundle %s: statement: %v", ErrMalformed, path, err)
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("%w bundle %s: statement: %v", ErrMalformed, path, err)
+	}
+	if st.GetPredicateType() != BundlePredicate {
+		return nil, fmt.Errorf("%w: bundle %s: predicate type %q is not %q", ErrFailed, path, st.GetPredicateType(), BundlePredicate)
+	}
+	have, err := hashTree(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle %s: %w", dir, err)
+	}
+	want := map[string]string{}
+	for _, s := range st.GetSubject() {
+		want[s.GetName()] = "sha256:" + s.GetDigest()["sha256"]
+	}
+	var problems []string
+	for _, n := range sortedKeys(want) {
+		switch got, ok := have[n]; {
+		case !ok:
+			problems = append(problems, n+": missing")
+		case got != want[n]:
+			problems = append(problems, fmt.Sprintf("%s: digest %s, signed %s", n, got, want[n]))
+		}
+	}
+	for _, n := range sortedKeys(have) {
+		if _, ok := want[n]; !ok {
+			problems = append(problems, n+": not in the signed bundle")
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: bundle %s: %s", ErrFailed, dir, strings.Join(problems, "; "))
+	}
+	return &BundleResult{Path: path, Files: want, RunID: runID(dir), KeyFingerprint: v.Fingerprint, Tlog: TlogNotRequired}, nil
+}
+
+// hashTree digests every regular file under dir except the bundle itself;
+// anything else (a link, a device) is an error, so nothing escapes the
+// digests.
+func hashTree(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			return nil
+		case rel == BundleFile:
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file (%s)", rel, d.Type())
+		}
+		if len(out) >= maxBundleFiles {
+			return fmt.Errorf("more than %d files", maxBundleFiles)
+		}
+		dg, err := fileDigest(p)
+		if err != nil {
+			return err
+		}
+		out[rel] = dg
+		return nil
+	})
+	return out, err
+}
+
+func fileDigest(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// runID reads run_id from dir/run.json, if there is one.
+func runID(dir string) string {
+	b, err := readBounded(filepath.Join(dir, "run.json"), 256<<20)
+	if err != nil {
+		return ""
+	}
+	var r struct {
+		RunID string `json:"run_id"`
+	}
+	if json.Unmarshal(b, &r) != nil {
+		return ""
+	}
+	return r.RunID
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
