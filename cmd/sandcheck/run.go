@@ -1,23 +1,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/suites"
+	_ "github.com/sandcheck/sandcheck/runners/all"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
 func runCmd() *cobra.Command {
 	var (
-		cfg      suites.Config
+		cfg      engine.Config
 		verbose  bool
 		quiet    bool
 		logLevel string
@@ -59,13 +63,21 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				return harness(fmt.Errorf("--log-level: %w", err))
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			cfg.StartedBy, cfg.Version = suites.StartedBy(), version
+			cfg.StartedBy, cfg.Version = engine.StartedBy(), version
 			cfg.NoTrace = !trace
 			if cfg.ProbeBinary == "" {
-				cfg.ProbeBinary = suites.DefaultProbeBinary()
+				cfg.ProbeBinary = engine.DefaultProbeBinary()
 			}
-			o, err := suites.Run(cmd.Context(), cfg, suites.ReporterOptions{Verbose: verbose, NoColor: quiet, Timeout: timeout})
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			cfg.Progress = progressPrinter(cmd.OutOrStdout(), verbose, quiet)
+			o, err := engine.Run(ctx, cfg)
 			if err != nil {
+				if o != nil && o.Record != nil && o.Record.Verdict != nil {
+					printVerdict(cmd.OutOrStdout(), o.Record)
+				}
 				return harness(err)
 			}
 			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)
@@ -77,11 +89,11 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
-	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
+	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
-	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
-	f.BoolVarP(&quiet, "quiet", "q", false, "print only the summary")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every probe's result as it finishes, passes included")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the verdict and failures")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
@@ -92,7 +104,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 // harness could not complete the run, 1 when the verdict fails (or carries
 // warnings and failOnWarn is set), 0 otherwise. `sandcheck policy eval`
 // concludes the same way.
-func conclude(w, errw io.Writer, o *suites.Outcome, failOnWarn bool) error {
+func conclude(w, errw io.Writer, o *engine.Outcome, failOnWarn bool) error {
 	rec := o.Record
 	if rec != nil && rec.Verdict != nil {
 		printVerdict(w, rec)
@@ -144,5 +156,18 @@ func printVerdict(w io.Writer, rec *evidence.Record) {
 	}
 	for _, m := range v.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", m)
+	}
+}
+
+// progressPrinter prints one line per probe as it finishes: those whose
+// outcome differs from what the profile expects always (unless quiet), and
+// with verbose every one, each with its [n/N] count and the run's elapsed
+// time.
+func progressPrinter(w io.Writer, verbose, quiet bool) engine.Progress {
+	return func(done, total int, res evidence.Result, elapsed time.Duration) {
+		if quiet || (!verbose && res.Outcome == res.Expected) {
+			return
+		}
+		fmt.Fprintf(w, "[%d/%d] %6.1fs %-12s %s (expected %s)\n", done, total, elapsed.Seconds(), res.Outcome, res.Probe, res.Expected)
 	}
 }

@@ -1,4 +1,4 @@
-package suites
+package engine
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ const (
 
 // setupInputs plants the inputs and adds their mount to the docker
 // configuration.
-func (e *Engine) setupInputs(d *targets.Docker) error {
+func (e *Engine) setupInputs(env *runners.RunEnv) error {
 	decl := e.target.Inputs
 	if decl == nil {
 		return nil
@@ -69,7 +69,7 @@ func (e *Engine) setupInputs(d *targets.Docker) error {
 		}
 		in.planted[name] = []byte(content)
 	}
-	d.Mounts = append(slices.Clone(d.Mounts), targets.Mount{Source: in.dir, Target: decl.Path, ReadOnly: decl.ReadOnly})
+	env.Mounts = append(slices.Clone(env.Mounts), targets.Mount{Source: in.dir, Target: decl.Path, ReadOnly: decl.ReadOnly})
 	e.in = in
 	e.rec.Target.Inputs = &evidence.TargetInputs{Path: decl.Path, Source: in.dir, ReadOnly: decl.ReadOnly}
 	return nil

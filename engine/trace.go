@@ -1,4 +1,4 @@
-package suites
+package engine
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/moby/moby/client"
-
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
-	"github.com/sandcheck/sandcheck/runners/docker"
+	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/tracer"
 )
 
@@ -63,7 +61,7 @@ func (rt *runTrace) watch(ctx context.Context, s *sandbox, task bool) {
 	if rt == nil || rt.t == nil {
 		return
 	}
-	pid, err := initPID(ctx, s.sb.ID())
+	pid, err := initPID(ctx, s.sb)
 	if err == nil {
 		var w *tracer.Watch
 		if w, err = rt.t.Watch(pid, tracer.WatchOptions{Partial: task, Tree: true}); err == nil {
@@ -83,20 +81,13 @@ func (rt *runTrace) watch(ctx context.Context, s *sandbox, task bool) {
 	rt.mu.Unlock()
 }
 
-// initPID is the sandbox init's host pid as the engine reports it.
-func initPID(ctx context.Context, id string) (int, error) {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return 0, err
+// initPID is the sandbox init's host pid, as its runner names it.
+func initPID(ctx context.Context, sb runners.Sandbox) (int, error) {
+	hp, ok := sb.(runners.HostPIDer)
+	if !ok {
+		return 0, fmt.Errorf("sandbox %s: its runner cannot name its host pid", sb.ID())
 	}
-	res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("inspecting %s for its pid: %w", id, err)
-	}
-	if res.Container.State == nil || res.Container.State.Pid <= 0 {
-		return 0, fmt.Errorf("sandbox %s has no running init", id)
-	}
-	return res.Container.State.Pid, nil
+	return hp.HostPID(ctx)
 }
 
 // unwatch ends a sandbox's watch and adds its counts to the record.

@@ -1,4 +1,4 @@
-package suites
+package engine
 
 import (
 	"context"
@@ -22,7 +22,6 @@ import (
 	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
-	"github.com/sandcheck/sandcheck/runners/docker"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -81,9 +80,9 @@ type sandbox struct {
 	cpu *cpuWatch
 }
 
-// NewEngine loads the target, prepares the run folder, the probe delivery
+// New loads the target, prepares the run folder, the probe delivery
 // folder, the harness network (when the target uses it) and the runner.
-func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
+func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	tg, err := targets.Load(cfg.TargetPath)
 	if err != nil {
 		return nil, err
@@ -131,19 +130,11 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if e.creds.agent, err = serveAgent(e.runDir, func(h canary.Hit) { e.emit("canary-hit", h) }); err != nil {
 		return nil, err
 	}
+	env := runners.RunEnv{RunDir: e.runDir, Logger: e.log}
 	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {
 		return nil, err
 	}
-	if err := docker.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("%w", err)
-	}
-	if digest, err := docker.ImageDigest(ctx, tg.Image); err != nil {
-		return nil, fmt.Errorf("target %s: %w", tg.Path, err)
-	} else {
-		e.rec.Image.Digest = digest
-	}
-	dcfg := *tg.Docker
-	dcfg.Mounts = e.mountSrc
+	env.Mounts = e.mountSrc
 	if tg.UsesBlockCanary() {
 		if e.block, err = newBlockCanary(e.runDir); err != nil {
 			return nil, err
@@ -153,26 +144,32 @@ func NewEngine(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if e.block != nil {
 		blockPath = e.block.path
 	}
-	if dcfg.Devices, err = tg.ResolveDevices(blockPath); err != nil {
+	if env.Devices, err = tg.ResolveDevices(blockPath); err != nil {
 		return nil, err
 	}
-	if err := e.setupOutput(&dcfg); err != nil {
+	if err := e.setupOutput(&env); err != nil {
 		return nil, err
 	}
-	if err := e.setupInputs(&dcfg); err != nil {
+	if err := e.setupInputs(&env); err != nil {
 		return nil, err
 	}
-	dcfg.Env = e.creds.expandEnv(tg.Docker.Env)
-	if dcfg.Seccomp != "" && dcfg.Seccomp != "default" && dcfg.Seccomp != "unconfined" && !filepath.IsAbs(dcfg.Seccomp) {
-		if dcfg.Seccomp, err = filepath.Abs(filepath.Join(filepath.Dir(tg.Path), dcfg.Seccomp)); err != nil {
-			return nil, fmt.Errorf("seccomp profile of %s: %w", tg.Path, err)
+	if tg.Docker != nil {
+		env.Env = e.creds.expandEnv(tg.Docker.Env)
+	}
+	if e.runner, err = runners.Open(ctx, tg, env); err != nil {
+		return nil, err
+	}
+	if ir, ok := e.runner.(runners.ImageResolver); ok {
+		if e.rec.Image.Digest, err = ir.ImageDigest(ctx); err != nil {
+			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
 		}
 	}
-	if e.runner, err = docker.New(dcfg, tg.Image, docker.WithLogger(e.log)); err != nil {
-		return nil, fmt.Errorf("target %s: %w", tg.Path, err)
-	}
-	if dcfg.Network == "harness" {
-		cli, err := docker.Client(ctx)
+	if hn, ok := e.runner.(runners.HarnessNetworkUser); ok && hn.UsesHarnessNetwork() {
+		be, ok := e.runner.(netharness.Backend)
+		if !ok {
+			return nil, fmt.Errorf("target %s: runner %s asks for the harness network but offers no network backend", tg.Path, e.runner.Name())
+		}
+		cli, err := be.NetworkAPI(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -233,10 +230,10 @@ func (e *Engine) emit(typ string, data any) {
 	}
 }
 
-// Run carries out one probe as its placement says and returns its result
+// Probe carries out one probe as its placement says and returns its result
 // with all host evidence joined. A harness failure gives an inconclusive
 // result and is recorded as a harness error.
-func (e *Engine) Run(ctx context.Context, spec probes.Spec) evidence.Result {
+func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 	start := time.Now()
 	res := evidence.Result{Probe: spec.ID, Category: spec.Category, Criterion: spec.Criterion,
 		Severity: spec.Severity, Expected: spec.Expected(e.target.Profile), Outcome: probes.Inconclusive}
@@ -766,4 +763,5 @@ func StartedBy() string {
 	return fmt.Sprintf("uid %d", os.Getuid())
 }
 
-var errNoEngine = errors.New("no engine: the suite was not set up")
+// Target is the target the engine runs against.
+func (e *Engine) Target() *targets.Target { return e.target }

@@ -1,4 +1,4 @@
-package suites
+package engine
 
 import (
 	"crypto/sha256"
@@ -11,14 +11,15 @@ import (
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
-func inputsEngine(t *testing.T, readOnly bool) (*Engine, *targets.Docker) {
+func inputsEngine(t *testing.T, readOnly bool) (*Engine, *runners.RunEnv) {
 	t.Helper()
 	e := &Engine{runDir: t.TempDir(), rec: &evidence.Record{RunID: "20261130t000000-00000000"},
 		target: &targets.Target{Inputs: &targets.Inputs{Path: "/inputs", ReadOnly: readOnly}}}
-	d := &targets.Docker{}
+	d := &runners.RunEnv{}
 	if err := e.setupInputs(d); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package suites
+package engine
 
 import (
 	"bytes"
@@ -38,9 +38,9 @@ type outputPath struct {
 	releases map[string]*output.Release // by probe-run token
 }
 
-// setupOutput prepares the release path and adds its mount to the docker
-// configuration.
-func (e *Engine) setupOutput(d *targets.Docker) error {
+// setupOutput prepares the release path and adds its mount to what
+// the run asks of its runner.
+func (e *Engine) setupOutput(env *runners.RunEnv) error {
 	o := e.target.Output
 	if o == nil {
 		return nil
@@ -58,10 +58,10 @@ func (e *Engine) setupOutput(d *targets.Docker) error {
 		if err := os.Chmod(op.bindDir, 0o777); err != nil {
 			return fmt.Errorf("creating output folder: %w", err)
 		}
-		d.Mounts = append(slices.Clone(d.Mounts), targets.Mount{Source: op.bindDir, Target: o.Path})
+		env.Mounts = append(slices.Clone(env.Mounts), targets.Mount{Source: op.bindDir, Target: o.Path})
 	case output.ModeGated:
 		op.relRoot = filepath.Join(e.cfg.OutDir, "released")
-		d.Tmpfs = append(slices.Clone(d.Tmpfs), targets.Tmpfs{Path: o.Path, Size: o.TmpfsSize()})
+		env.Tmpfs = append(slices.Clone(env.Tmpfs), targets.Tmpfs{Path: o.Path, Size: o.TmpfsSize()})
 	}
 	e.out = op
 	return nil

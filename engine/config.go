@@ -1,8 +1,10 @@
-// Package suites holds the Ginkgo v2 specs that are sandcheck's one execution
-// engine: one spec per catalog probe, labelled from the closed vocabulary.
-// `sandcheck run` runs these specs in-process; `ginkgo ./suites -- --target=F`
-// runs the very same specs.
-package suites
+// Package engine is sandcheck's one way through a run: plan (select the
+// probes), start (run folder, host canaries, harness network, the runner the
+// target names), probe, observe (host evidence joined to each result), grade
+// (the release policy in Rego) and report. It never names a runner's
+// package: runners come from the runners factory, and what only some
+// runners can do is found through optional interfaces.
+package engine
 
 import (
 	"fmt"
@@ -54,6 +56,8 @@ type Config struct {
 	// otherwise used wherever it is available (the record says why when it
 	// is not). The zero value traces, so callers that predate it keep doing so.
 	NoTrace bool
+	// Progress, if set, is told of each result as its probe finishes.
+	Progress Progress
 }
 
 // NewGrader builds the release grader a run with this configuration uses:
@@ -70,10 +74,6 @@ func (c Config) NewGrader() (*policies.Grader, error) {
 	}
 	return policies.New(opts...)
 }
-
-// active is the configuration the specs run with; set by Run (CLI) or by the
-// test flags (ginkgo).
-var active Config
 
 // DefaultProbeBinary finds sandcheck-probe: $SANDCHECK_BIN, then next to the
 // running executable, then ./bin.
@@ -130,16 +130,6 @@ func Select(glob, labelFilter string) ([]probes.Spec, error) {
 		return nil, fmt.Errorf("no probe matches (probes %q, label filter %q); see `sandcheck probes list`", glob, labelFilter)
 	}
 	return out, nil
-}
-
-// focusFor turns a selection into Ginkgo focus strings matching exactly those
-// specs (spec text is the probe ID).
-func focusFor(sel []probes.Spec) []string {
-	ids := make([]string, len(sel))
-	for i, s := range sel {
-		ids[i] = regexp.QuoteMeta(s.ID)
-	}
-	return []string{`(^| )(` + strings.Join(ids, "|") + `)$`}
 }
 
 func (c Config) logger() *slog.Logger {
