@@ -53,6 +53,9 @@ type Engine struct {
 	rec      *evidence.Record
 	shared   *sandbox
 	harness  []string // harness errors: the run could not do its job
+	// streamErr is the first failure to write the evidence stream: the
+	// run's evidence is incomplete, which is the harness's failure.
+	streamErr error
 	closed   bool
 	started  time.Time
 	mountSrc []targets.Mount
@@ -94,7 +97,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	defer func() {
 		if err != nil {
 			e.Close(context.WithoutCancel(ctx))
-			e.CloseStream()
+			_ = e.CloseStream() // the setup error says why the run ended
 		}
 	}()
 	runID := newRunID()
@@ -227,6 +230,11 @@ func (e *Engine) harnessError(err error) {
 func (e *Engine) emit(typ string, data any) {
 	if err := e.stream.Emit(typ, data); err != nil {
 		e.log.Warn("evidence stream", "err", err)
+		e.mu.Lock()
+		if e.streamErr == nil {
+			e.streamErr = err
+		}
+		e.mu.Unlock()
 	}
 }
 
@@ -685,11 +693,19 @@ func (e *Engine) Finish(ctx context.Context) *evidence.Record {
 	return e.rec
 }
 
-// CloseStream ends the evidence stream.
-func (e *Engine) CloseStream() {
-	if err := e.stream.Close(); err != nil {
-		e.log.Warn("closing evidence stream", "err", err)
+// CloseStream ends the evidence stream and returns the first failure to
+// write it, if any: evidence.jsonl is then incomplete.
+func (e *Engine) CloseStream() error {
+	err := e.stream.Close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.streamErr != nil {
+		return fmt.Errorf("evidence.jsonl: %w", e.streamErr)
 	}
+	if err != nil {
+		return fmt.Errorf("closing evidence.jsonl: %w", err)
+	}
+	return nil
 }
 
 // Emit appends an event to the run's evidence stream.

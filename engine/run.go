@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -45,6 +47,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.OutDir, err = filepath.Abs(cfg.OutDir); err != nil {
 		return nil, fmt.Errorf("output folder: %w", err)
 	}
+	if err := CheckFormats(cfg.Formats); err != nil {
+		return nil, err
+	}
 	cfg.Selected = sel
 	e, err := New(ctx, cfg)
 	if err != nil {
@@ -71,26 +76,55 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 }
 
 // Conclude closes the engine, grades the record with the release policy and
-// writes the reports. The verdict comes from Rego, never from Go.
+// writes run.json and the reports. The verdict comes from Rego, never from
+// Go. run.json is written whatever else failed (without a verdict when
+// grading failed); any failure to write the evidence stream, run.json or a
+// report is returned: the run's evidence is incomplete.
 func (e *Engine) Conclude(ctx context.Context) (*Outcome, error) {
-	defer e.CloseStream()
 	rec := e.Finish(ctx)
 	o := &Outcome{Record: rec, HarnessErrors: rec.Errors}
 	rec.Tool.PolicyVersion = e.grader.Version()
-	v, err := e.grader.Grade(ctx, rec)
-	if err != nil {
-		return o, fmt.Errorf("grading: %w", err)
+	var errs []error
+	if v, err := e.grader.Grade(ctx, rec); err != nil {
+		errs = append(errs, fmt.Errorf("grading: %w", err))
+	} else {
+		rec.Verdict = v
+		e.Emit("verdict", v)
 	}
-	rec.Verdict = v
-	e.Emit("verdict", v)
-	formats := e.cfg.Formats
+	if err := e.CloseStream(); err != nil {
+		errs = append(errs, fmt.Errorf("writing evidence: %w", err))
+	}
+	var err error
+	if o.Reports, err = reports.WriteAll(e.cfg.OutDir, rec, withRecord(e.cfg.Formats)); err != nil {
+		errs = append(errs, err)
+	}
+	return o, errors.Join(errs...)
+}
+
+// withRecord is the formats to write, run.json first whatever was asked:
+// the record is always kept.
+func withRecord(formats []string) []string {
 	if len(formats) == 0 {
 		formats = DefaultFormats
 	}
-	if o.Reports, err = reports.WriteAll(e.cfg.OutDir, rec, formats); err != nil {
-		return o, fmt.Errorf("writing reports: %w", err)
+	out := []string{"json"}
+	for _, f := range formats {
+		if f != "json" {
+			out = append(out, f)
+		}
 	}
-	return o, nil
+	return out
+}
+
+// CheckFormats refuses report formats no writer knows, before a run starts.
+func CheckFormats(formats []string) error {
+	known := reports.Formats()
+	for _, f := range formats {
+		if !slices.Contains(known, f) {
+			return fmt.Errorf("--format %q: unknown report format (known: %s)", f, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // SpecTimeout bounds one probe: its own timeout, plus its sandbox starts.

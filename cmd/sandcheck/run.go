@@ -55,6 +55,9 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if _, err := cfg.NewGrader(); err != nil {
 				return harness(err)
 			}
+			if err := engine.CheckFormats(cfg.Formats); err != nil {
+				return harness(err)
+			}
 			if os.Geteuid() != 0 {
 				return harness(errors.New("sandcheck run needs root (it creates networks, plants host canaries and inspects runtimes); run it with sudo"))
 			}
@@ -75,8 +78,15 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			cfg.Progress = progressPrinter(cmd.OutOrStdout(), verbose, quiet)
 			o, err := engine.Run(ctx, cfg)
 			if err != nil {
+				// The evidence is incomplete (a write failed) or the run
+				// never started: never a verdict on the target.
 				if o != nil && o.Record != nil && o.Record.Verdict != nil {
 					printVerdict(cmd.OutOrStdout(), o.Record)
+				}
+				if o != nil {
+					for _, e := range o.HarnessErrors {
+						fmt.Fprintf(cmd.ErrOrStderr(), "sandcheck: harness: %s\n", e)
+					}
 				}
 				return harness(err)
 			}
