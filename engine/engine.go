@@ -49,16 +49,16 @@ type Engine struct {
 	block     *blockCanary // the loop device, when the target maps it
 	hostHoney string       // the honeyfile in the run folder
 
-	mu       sync.Mutex
-	rec      *evidence.Record
-	shared   *sandbox
-	harness  []string // harness errors: the run could not do its job
+	mu      sync.Mutex
+	rec     *evidence.Record
+	shared  *sandbox
+	harness []string // harness errors: the run could not do its job
 	// streamErr is the first failure to write the evidence stream: the
 	// run's evidence is incomplete, which is the harness's failure.
 	streamErr error
-	closed   bool
-	started  time.Time
-	mountSrc []targets.Mount
+	closed    bool
+	started   time.Time
+	mountSrc  []targets.Mount
 
 	pairOnce sync.Once
 	pair     pairBatch
