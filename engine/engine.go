@@ -246,6 +246,12 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 	res := evidence.Result{Probe: spec.ID, Category: spec.Category, Criterion: spec.Criterion,
 		Severity: spec.Severity, Expected: spec.Expected(e.target.Profile), Outcome: probes.Inconclusive}
 	var err error
+	if missing := e.runner.Capabilities().Missing(spec.Requires()); len(missing) > 0 {
+		// The runner cannot carry the probe out: not tested, with the
+		// reason, which the policy never grades as a pass.
+		res.Outcome, res.Detail = probes.NotTested, probes.NotTestedReason(e.runner.Name(), missing)
+		return e.record(res, start)
+	}
 	switch spec.Sandbox {
 	case probes.Shared:
 		err = e.runShared(ctx, spec, &res)
@@ -260,6 +266,11 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 		res.Outcome, res.Detail = probes.Inconclusive, "harness: "+err.Error()
 		e.harnessError(fmt.Errorf("probe %s: %w", spec.ID, err))
 	}
+	return e.record(res, start)
+}
+
+// record adds a finished result to the run record and the stream.
+func (e *Engine) record(res evidence.Result, start time.Time) evidence.Result {
 	res.Seconds = time.Since(start).Seconds()
 	e.mu.Lock()
 	e.rec.Results = append(e.rec.Results, res)

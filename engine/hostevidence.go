@@ -16,63 +16,14 @@ import (
 
 // hostEvidence gathers what the host itself observed about one probe: the
 // runtime's view of the sandbox, canary hits carrying the probe's token, a
-// honeyfile token only the host could have planted.
+// honeyfile token only the host could have planted. Each kind the spec
+// names is asked of its observer (observers.go).
 func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self selfReport) []evidence.Item {
 	var items []evidence.Item
+	o := observation{spec: spec, token: token, s: s, self: self}
 	for _, h := range spec.Host {
-		switch {
-		case h == "runtime:hostname" || h == "runtime:labels":
-			if s.view != nil {
-				items = append(items, e.identityFact(strings.TrimPrefix(h, "runtime:"), s.view))
-			}
-		case fingerprintHosts[h]:
-			if it, ok := e.fingerprintEvidence(h, s, self); ok {
-				items = append(items, it)
-			}
-		case strings.HasPrefix(h, "runtime:"):
-			if it, ok := e.targetFact(strings.TrimPrefix(h, "runtime:"), spec); ok {
-				items = append(items, it)
-				continue
-			}
-			if s.view != nil {
-				if it, ok := runtimeFact(strings.TrimPrefix(h, "runtime:"), spec, e.viewForFacts(h, s.view)); ok {
-					items = append(items, it)
-				}
-			}
-		case strings.HasPrefix(h, "canary:"):
-			items = append(items, e.canaryHits(strings.TrimPrefix(h, "canary:"), spec, token, self)...)
-		case h == "inputs:read" || h == "inputs:intact":
-			items = append(items, e.inputsEvidence(h, token, self))
-		case h == "cpu-budget":
-			items = append(items, e.cpuBudgetEvidence(s))
-		case h == "output:workload":
-			items = append(items, e.workloadOutputEvidence(token))
-		case h == "output:release":
-			items = append(items, e.outputEvidence(spec, token)...)
-		case h == "honeytoken":
-			if it, ok := e.creds.check(spec.ID, token, self.Fields["proofs"]); ok {
-				items = append(items, it)
-			}
-		case h == "agent-socket":
-			if e.creds != nil && e.creds.agent != nil {
-				items = append(items, e.creds.agent.evidence(spec, token))
-			}
-		case h == "honeyfile":
-			if it, ok := e.honey.check(self.Fields["honeyfile_token"]); ok {
-				items = append(items, it)
-			}
-		case h == "canary-process":
-			if it, ok := e.proc.check(self.Fields["canary_process_token"]); ok {
-				items = append(items, it)
-			}
-		case h == "block-canary":
-			var opened []string
-			if v := self.Fields["opened_rdevs"]; v != "" {
-				opened = strings.Split(v, ",")
-			}
-			if it, ok := e.block.check(opened); ok {
-				items = append(items, it)
-			}
+		if obs, ok := observers[h]; ok && obs != nil {
+			items = append(items, obs(e, h, o)...)
 		}
 	}
 	// A sandbox the CPU watchdog killed stopped whatever probe it ran: the
