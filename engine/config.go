@@ -58,6 +58,9 @@ type Config struct {
 	NoTrace bool
 	// Progress, if set, is told of each result as its probe finishes.
 	Progress Progress
+	// Parallel is how many sandboxes of their own the run's probes may
+	// hold at once (0 or 1: one probe at a time, in catalog order).
+	Parallel int
 }
 
 // NewGrader builds the release grader a run with this configuration uses:

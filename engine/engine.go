@@ -695,6 +695,13 @@ func (e *Engine) Finish(ctx context.Context) *evidence.Record {
 	e.rec.FinishedAt = time.Now().UTC()
 	e.rec.Timing.TotalSeconds = time.Since(e.started).Seconds()
 	e.rec.Errors = append([]string(nil), e.harness...)
+	// Probes that ran side by side finished in any order; the record keeps
+	// the selection's order, so serial and parallel runs read the same.
+	order := map[string]int{}
+	for i, s := range e.cfg.Selected {
+		order[s.ID] = i
+	}
+	slices.SortStableFunc(e.rec.Results, func(a, b evidence.Result) int { return order[a.Probe] - order[b.Probe] })
 	// A run that stopped early (interrupted, or Ginkgo's suite timeout) has
 	// fewer results than probes selected: that is the harness not doing its
 	// job, never a verdict on the probes that happened to run.

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -60,19 +62,69 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 }
 
 // probeAll carries out the selected probes, each bounded by its own
-// timeout, until ctx ends.
+// timeout, until ctx ends. With Parallel above 1 the probes that share the
+// run's one sandbox go one after another in a lane of their own (as in a
+// serial run, so they never meet in that sandbox), while the probes with
+// sandboxes of their own (own, sequence, pair) run up to Parallel at once.
 func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
-	for i, spec := range sel {
+	var (
+		mu   sync.Mutex
+		done int
+	)
+	one := func(spec probes.Spec) {
 		if ctx.Err() != nil {
 			return
 		}
 		pctx, cancel := context.WithTimeout(ctx, SpecTimeout(spec))
 		res := e.Probe(pctx, spec)
 		cancel()
+		mu.Lock()
+		done++
 		if e.cfg.Progress != nil {
-			e.cfg.Progress(i+1, len(sel), res, time.Since(e.started))
+			e.cfg.Progress(done, len(sel), res, time.Since(e.started))
+		}
+		mu.Unlock()
+	}
+	if e.cfg.Parallel <= 1 {
+		for _, spec := range sel {
+			one(spec)
+		}
+		return
+	}
+	var shared, own []probes.Spec
+	for _, spec := range sel {
+		if spec.Sandbox == probes.Shared {
+			shared = append(shared, spec)
+		} else {
+			own = append(own, spec)
 		}
 	}
+	// The longest-bounded first, so a slow probe never starts last and
+	// holds the run alone at its end.
+	slices.SortStableFunc(own, func(a, b probes.Spec) int { return cmp.Compare(b.Timeout, a.Timeout) })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, spec := range shared {
+			one(spec)
+		}
+	}()
+	work := make(chan probes.Spec)
+	for range min(e.cfg.Parallel, max(len(own), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for spec := range work {
+				one(spec)
+			}
+		}()
+	}
+	for _, spec := range own {
+		work <- spec
+	}
+	close(work)
+	wg.Wait()
 }
 
 // Conclude closes the engine, grades the record with the release policy and

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -58,6 +59,9 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if err := engine.CheckFormats(cfg.Formats); err != nil {
 				return harness(err)
 			}
+			if cfg.Parallel < 1 {
+				return harness(fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel))
+			}
 			if os.Geteuid() != 0 {
 				return harness(errors.New("sandcheck run needs root (it creates networks, plants host canaries and inspects runtimes); run it with sudo"))
 			}
@@ -100,6 +104,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
 	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
+	f.IntVar(&cfg.Parallel, "parallel", runtime.NumCPU(), "sandboxes of their own run at once (1: every probe one after another)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
 	f.BoolVarP(&verbose, "verbose", "v", false, "print every probe's result as it finishes, passes included")
