@@ -400,7 +400,13 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		budget += s.Timeout.D()
 	}
 	budget = min(budget, 10*time.Minute) + 10*time.Second
-	sb, err := e.start(ctx, name, withGoAhead(e.probeArgv(token, ids, marker, phase), token))
+	p := e.probeParams(token, ids, marker, phase)
+	p.GoAhead = token
+	argv, err := probeArgv(p, ids)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sb, err := e.start(ctx, name, argv)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -451,7 +457,11 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	e.addProbes(s, spec.ID)
 	ectx, cancel := context.WithTimeout(ctx, spec.Timeout.D()+5*time.Second)
 	defer cancel()
-	out, err := s.sb.Exec(ectx, e.probeArgv(token, []string{spec.ID}, marker, phase))
+	argv, err := probeArgv(e.probeParams(token, []string{spec.ID}, marker, phase), []string{spec.ID})
+	if err != nil {
+		return err
+	}
+	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
 		if ectx.Err() != nil && ctx.Err() == nil {
 			d := fmt.Sprintf("probe did not finish within %s", spec.Timeout.D()+5*time.Second)
@@ -488,43 +498,32 @@ func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, t
 	res.Evidence = append(res.Evidence, e.trace.evidence(spec, token, s, e.canaryIPs())...)
 }
 
-// probeArgv is the probe binary's command line for one invocation.
-func (e *Engine) probeArgv(token string, ids []string, marker, phase string) []string {
-	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run",
-		"--token", token, "--run-id", e.rec.RunID, "--probe-dir", runners.ProbeMount,
-		"--scoped-key-sha256", e.creds.scopedKeySHA256()}
+// probeParams are the parameters of one invocation of the probe binary:
+// the one document the probe reads (probes.Params, ParamsSchema).
+func (e *Engine) probeParams(token string, ids []string, marker, phase string) probes.Params {
+	p := probes.Params{Token: token, RunID: e.rec.RunID, ProbeDir: runners.ProbeMount,
+		ScopedKeySHA256: e.creds.scopedKeySHA256(), HostHoney: e.hostHoney}
 	if e.net != nil {
-		argv = append(argv, "--metadata-addr", e.net.MetadataAddr(),
-			"--outside-addr", e.net.OutsideAddr().String(), "--dns-zone", e.net.DNSZone(),
-			"--resolver-addr", e.net.DNS()+":53", "--other-resolver-addr", e.net.OtherResolverAddr(),
-			"--mirror-addr", e.net.MirrorAddr(), "--dns-alt-addr", e.net.DNSAltAddr(),
-			"--ecs-addr", e.net.ECSAddr(), "--alibaba-addr", e.net.AlibabaAddr(), "--kube-api-addr", e.net.KubeAPIAddr(),
-			"--gateway-addr", e.net.GatewayAddr().String(), "--neighbour-addr", e.net.NeighbourAddr().String(),
-			"--dot-addr", e.net.DoTAddr(), "--doh-addr", e.net.DoHAddr(),
-			"--proxy-addr", e.net.ProxyAddr(), "--broker-addr", e.net.BrokerAddr(), "--broker-token", e.net.BrokerToken())
-		if e.net.IPv6() {
-			argv = append(argv, "--metadata6-addr", e.net.Metadata6Addr(), "--outside6-addr", e.net.Outside6Addr().String())
-		}
-	}
-	if e.hostHoney != "" {
-		argv = append(argv, "--host-honey", e.hostHoney)
+		e.net.FillParams(&p)
 	}
 	if phase != "" {
-		argv = append(argv, "--marker", marker, "--phase", phase)
+		p.Marker, p.Phase = marker, phase
 	}
-	argv = append(argv, e.outputArgs(ids)...)
-	argv = append(argv, e.inputsArgs()...)
-	return append(argv, ids...)
+	e.outputParams(&p, ids)
+	e.inputsParams(&p)
+	return p
 }
 
-// goAheadFlag makes a task's probe binary wait for its go-ahead file.
-const goAheadFlag = "--go-ahead"
-
-// withGoAhead makes a probe command line wait for the go-ahead named name.
-func withGoAhead(argv []string, name string) []string {
-	out := append([]string{}, argv[:2]...)
-	out = append(out, goAheadFlag, name)
-	return append(out, argv[2:]...)
+// probeArgv is the probe binary's command line for one invocation: its
+// token as a word of its own (the tracer finds the invocation's process
+// tree by it), its parameters as one JSON document, then the probes.
+func probeArgv(p probes.Params, ids []string) ([]string, error) {
+	doc, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run", "--token", p.Token, "--params", doc}
+	return append(argv, ids...), nil
 }
 
 // goAhead lets a waiting task begin: it creates the go-ahead file in the
@@ -580,9 +579,9 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		}
 	}
 	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
-	// A task that waits for its go-ahead has done nothing yet: the watch is
-	// complete. Only a task started without one ran before the watch.
-	e.trace.watch(ctx, s, command != nil && !slices.Contains(command, goAheadFlag))
+	// Every task the engine starts waits for its go-ahead (probeParams'
+	// GoAhead): it has done nothing yet, so the watch is complete.
+	e.trace.watch(ctx, s, false)
 	if in, ok := sb.(runners.Inspector); ok && command == nil {
 		if v, err := in.Inspect(ctx); err != nil {
 			e.log.Warn("inspect", "sandbox", sb.ID(), "err", err)

@@ -75,12 +75,11 @@ func (e *Engine) setupInputs(env *runners.RunEnv) error {
 	return nil
 }
 
-// inputsArgs are the probe binary's flags for the inputs folder.
-func (e *Engine) inputsArgs() []string {
-	if e.in == nil {
-		return nil
+// inputsParams name the inputs folder to the probe.
+func (e *Engine) inputsParams(p *probes.Params) {
+	if e.in != nil {
+		p.InputsDir = e.in.decl.Path
 	}
-	return []string{"--inputs-dir", e.in.decl.Path}
 }
 
 // isInputsMount reports whether a runtime mount is the harness's own

@@ -67,20 +67,19 @@ func (e *Engine) setupOutput(env *runners.RunEnv) error {
 	return nil
 }
 
-// outputArgs are the probe binary's flags for the output folder; a gated
-// release packs the folder after any run that holds an output probe.
-func (e *Engine) outputArgs(ids []string) []string {
+// outputParams name the output folder to the probe; a gated release packs
+// the folder after any run that holds an output probe.
+func (e *Engine) outputParams(p *probes.Params, ids []string) {
 	if e.out == nil {
-		return nil
+		return
 	}
-	args := []string{"--output-dir", e.out.decl.Path}
+	p.OutputDir = e.out.decl.Path
 	if e.out.decl.Release == output.ModeGated && hasOutputProbe(ids) {
 		l := e.out.limits
-		args = append(args, "--pack-output", "--pack-max-files", fmt.Sprint(pos(l.MaxFiles, output.DefaultLimits.MaxFiles)),
-			"--pack-max-file-bytes", fmt.Sprint(pos(l.MaxFileBytes, output.DefaultLimits.MaxFileBytes)),
-			"--pack-max-total-bytes", fmt.Sprint(pos(l.MaxTotalBytes, targets.MaxGatedStream)))
+		p.Pack = &probes.PackBounds{MaxFiles: pos(l.MaxFiles, output.DefaultLimits.MaxFiles),
+			MaxFileBytes:  pos(l.MaxFileBytes, output.DefaultLimits.MaxFileBytes),
+			MaxTotalBytes: pos(l.MaxTotalBytes, targets.MaxGatedStream)}
 	}
-	return args
 }
 
 func pos[T int | int64](v, def T) T {

@@ -96,7 +96,11 @@ func (e *Engine) execBatch(ctx context.Context, s *sandbox, specs []probes.Spec,
 	e.addProbes(s, ids...)
 	ectx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	out, err := s.sb.Exec(ectx, e.probeArgv(token, ids, marker, phase))
+	argv, err := probeArgv(e.probeParams(token, ids, marker, phase), ids)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
 		if ectx.Err() != nil && ctx.Err() == nil {
 			reports := map[string]selfReport{}

@@ -65,7 +65,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 // timeout, until ctx ends. With Parallel above 1 the probes that share the
 // run's one sandbox go one after another in a lane of their own (as in a
 // serial run, so they never meet in that sandbox), while the probes with
-// sandboxes of their own (own, sequence, pair) run up to Parallel at once.
+// sandboxes of their own (own, sequence, pair) run up to Parallel at once;
+// the probes that push a limit the host measures run last, alone
+// (runsAlone).
 func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	var (
 		mu   sync.Mutex
@@ -91,14 +93,24 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 		}
 		return
 	}
-	var shared, own []probes.Spec
+	var shared, own, alone []probes.Spec
 	for _, spec := range sel {
-		if spec.Sandbox == probes.Shared {
+		switch {
+		case runsAlone(spec):
+			alone = append(alone, spec)
+		case spec.Sandbox == probes.Shared:
 			shared = append(shared, spec)
-		} else {
+		default:
 			own = append(own, spec)
 		}
 	}
+	// Last, one at a time with nothing beside them, the probes that drive
+	// their sandbox to a limit the host measures.
+	defer func() {
+		for _, spec := range alone {
+			one(spec)
+		}
+	}()
 	// The longest-bounded first, so a slow probe never starts last and
 	// holds the run alone at its end.
 	slices.SortStableFunc(own, func(a, b probes.Spec) int { return cmp.Compare(b.Timeout, a.Timeout) })
@@ -125,6 +137,16 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	}
 	close(work)
 	wg.Wait()
+}
+
+// runsAlone reports whether a probe drives its sandbox to a limit the host
+// measures (the OOM killer at the memory or pids limit, the CPU budget's
+// watchdog): other sandboxes competing for the CPU would change when, or
+// whether, it gets there (under gVisor a busy CPU makes the guest count
+// more CPU time than the host's cgroup does), so it never shares the
+// machine with another probe.
+func runsAlone(s probes.Spec) bool {
+	return s.Sandbox == probes.Own && (slices.Contains(s.Host, "runtime:oom") || slices.Contains(s.Host, "cpu-budget"))
 }
 
 // Conclude closes the engine, grades the record with the release policy and
