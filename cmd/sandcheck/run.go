@@ -79,13 +79,13 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			cfg.Progress = progressPrinter(cmd.OutOrStdout(), verbose, quiet)
+			cfg.Progress = newConsole(cmd.OutOrStdout(), verbose, quiet).progress()
 			o, err := engine.Run(ctx, cfg)
 			if err != nil {
 				// The evidence is incomplete (a write failed) or the run
 				// never started: never a verdict on the target.
 				if o != nil && o.Record != nil && o.Record.Verdict != nil {
-					printVerdict(cmd.OutOrStdout(), o.Record)
+					printVerdict(cmd.OutOrStdout(), o.Record, quiet)
 				}
 				if o != nil {
 					for _, e := range o.HarnessErrors {
@@ -94,7 +94,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				}
 				return harness(err)
 			}
-			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)
+			return concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
 		},
 	}
 	f := c.Flags()
@@ -107,7 +107,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.IntVar(&cfg.Parallel, "parallel", runtime.NumCPU(), "sandboxes of their own run at once (1: every probe one after another)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
-	f.BoolVarP(&verbose, "verbose", "v", false, "print every probe's result as it finishes, passes included")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every probe's result as it finishes, also in CI logs (a terminal always shows them)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the verdict and failures")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
@@ -120,11 +120,19 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 // warnings and failOnWarn is set), 0 otherwise. `sandcheck policy eval`
 // concludes the same way.
 func conclude(w, errw io.Writer, o *engine.Outcome, failOnWarn bool) error {
+	return concludeQuiet(w, errw, o, failOnWarn, false)
+}
+
+// concludeQuiet is conclude; quiet prints only the criteria that did not
+// pass and the verdict.
+func concludeQuiet(w, errw io.Writer, o *engine.Outcome, failOnWarn, quiet bool) error {
 	rec := o.Record
 	if rec != nil && rec.Verdict != nil {
-		printVerdict(w, rec)
+		printVerdict(w, rec, quiet)
 		for _, p := range o.Reports {
-			fmt.Fprintf(w, "  wrote %s\n", p)
+			if !quiet {
+				fmt.Fprintf(w, "  wrote %s\n", p)
+			}
 		}
 	}
 	if len(o.HarnessErrors) > 0 {
@@ -150,16 +158,24 @@ func conclude(w, errw io.Writer, o *engine.Outcome, failOnWarn bool) error {
 
 // printVerdict shows each criterion, the reasons of those that did not
 // pass, the waivers and the warnings.
-func printVerdict(w io.Writer, rec *evidence.Record) {
+func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 	v := rec.Verdict
-	fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+	if !quiet {
+		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+	}
 	for _, c := range v.Criteria {
+		if quiet && c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
 		if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed || c.Status == evidence.StatusWaived {
 			for _, r := range c.Reasons {
 				fmt.Fprintf(w, "               - %s\n", r)
 			}
 		}
+	}
+	if quiet {
+		return
 	}
 	fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
 		rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)
@@ -171,18 +187,5 @@ func printVerdict(w io.Writer, rec *evidence.Record) {
 	}
 	for _, m := range v.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", m)
-	}
-}
-
-// progressPrinter prints one line per probe as it finishes: those whose
-// outcome differs from what the profile expects always (unless quiet), and
-// with verbose every one, each with its [n/N] count and the run's elapsed
-// time.
-func progressPrinter(w io.Writer, verbose, quiet bool) engine.Progress {
-	return func(done, total int, res evidence.Result, elapsed time.Duration) {
-		if quiet || (!verbose && res.Outcome == res.Expected) {
-			return
-		}
-		fmt.Fprintf(w, "[%d/%d] %6.1fs %-12s %s (expected %s)\n", done, total, elapsed.Seconds(), res.Outcome, res.Probe, res.Expected)
 	}
 }
