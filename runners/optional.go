@@ -27,13 +27,3 @@ type HostPIDer interface {
 	// HostPID is the host PID of the sandbox's init.
 	HostPID(ctx context.Context) (int, error)
 }
-
-// CPUClock is implemented by runners that can say whether the CPU time a
-// workload sees inside its sandbox is the host's own accounting of it
-// (runc: the same kernel counts both) or the sandbox's estimate (gVisor's
-// sentry), which other sandboxes competing for the CPU can push apart from
-// the host's.
-type CPUClock interface {
-	// CPUTimeExact reports whether inside and host count CPU time alike.
-	CPUTimeExact() bool
-}

@@ -19,7 +19,6 @@ var (
 	_ runners.ImageResolver      = (*Runner)(nil)
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ runners.HostPIDer          = (*Sandbox)(nil)
-	_ runners.CPUClock           = (*Runner)(nil)
 )
 
 // Open is the docker backend's runners.OpenFunc: it checks that the engine
@@ -88,7 +87,3 @@ func (s *Sandbox) HostPID(ctx context.Context) (int, error) {
 	}
 	return res.Container.State.Pid, nil
 }
-
-// CPUTimeExact: under runc the workload's CPU time is the kernel's own
-// accounting, as the host's cgroup is; gVisor's sentry keeps its own.
-func (r *Runner) CPUTimeExact() bool { return r.cfg.Runtime == "runc" }
