@@ -54,6 +54,24 @@ const (
 // the caller's context has ended.
 const rollbackTimeout = 30 * time.Second
 
+// Backend is implemented by runners whose sandboxes join the harness
+// network as a network of their own engine (the docker runner): the harness
+// asks the runner for the engine client rather than dialling one itself.
+type Backend interface {
+	// NetworkAPI is the engine client the network is created with.
+	NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error)
+}
+
+// Joiner is implemented by runners that attach their sandboxes to the
+// harness network themselves (a network namespace joined to the bridge,
+// not a network of their own engine): once the run has created the
+// network, the engine hands it over before any sandbox starts, and leaves
+// the sandbox's addresses (IPv6 included) to the runner.
+type Joiner interface {
+	// JoinHarness gives the runner the run's harness network.
+	JoinHarness(n *Network)
+}
+
 // Options configures Create.
 type Options struct {
 	// RunID names the run; required. The network is labelled with it and

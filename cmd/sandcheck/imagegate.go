@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/provenance"
 	"github.com/sandcheck/sandcheck/reports"
-	"github.com/sandcheck/sandcheck/suites"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -22,7 +22,7 @@ const baseCriterion = "immutable-approved-base"
 // reports are written, no sandbox starts and the run exits 1. Otherwise the
 // Docker engine pulls the verified image by digest and the provenance is
 // returned for the run's record. A check that cannot be done exits 2.
-func imageGate(ctx context.Context, w io.Writer, cfg suites.Config, tg *targets.Target) (*evidence.Provenance, error) {
+func imageGate(ctx context.Context, w io.Writer, cfg engine.Config, tg *targets.Target) (*evidence.Provenance, error) {
 	if tg.ImageVerify == nil {
 		return nil, nil
 	}
@@ -35,7 +35,7 @@ func imageGate(ctx context.Context, w io.Writer, cfg suites.Config, tg *targets.
 	}
 	rec := &evidence.Record{
 		Schema: evidence.Schema, RunID: "image-check-" + started.Format("20060102T150405Z"),
-		StartedAt: started, FinishedAt: time.Now().UTC(), StartedBy: suites.StartedBy(),
+		StartedAt: started, FinishedAt: time.Now().UTC(), StartedBy: engine.StartedBy(),
 		Tool:   evidence.Tool{Version: version},
 		Target: evidence.Target{Name: tg.Name, Path: tg.Path, Digest: tg.Digest, Profile: tg.Profile},
 		Runner: tg.Runner, Image: evidence.Image{Ref: tg.Image, Digest: prov.ImageID},
@@ -88,26 +88,7 @@ func imageGate(ctx context.Context, w io.Writer, cfg suites.Config, tg *targets.
 	return prov, nil
 }
 
-// attachProvenance puts the verified provenance into the run's record and
-// grades it again, so the verdict also checks that the sandboxes ran the
-// verified image, and rewrites the reports.
-func attachProvenance(ctx context.Context, cfg suites.Config, o *suites.Outcome, prov *evidence.Provenance) error {
-	if prov == nil || o == nil || o.Record == nil || o.Record.Verdict == nil {
-		return nil
-	}
-	o.Record.Provenance = prov
-	if err := grade(ctx, cfg, o.Record); err != nil {
-		return err
-	}
-	paths, err := reports.WriteAll(cfg.OutDir, o.Record, formatsOf(cfg))
-	if err != nil {
-		return err
-	}
-	o.Reports = paths
-	return nil
-}
-
-func grade(ctx context.Context, cfg suites.Config, rec *evidence.Record) error {
+func grade(ctx context.Context, cfg engine.Config, rec *evidence.Record) error {
 	g, err := cfg.NewGrader()
 	if err != nil {
 		return err
@@ -121,9 +102,9 @@ func grade(ctx context.Context, cfg suites.Config, rec *evidence.Record) error {
 	return nil
 }
 
-func formatsOf(cfg suites.Config) []string {
+func formatsOf(cfg engine.Config) []string {
 	if len(cfg.Formats) == 0 {
-		return suites.DefaultFormats
+		return engine.DefaultFormats
 	}
 	return cfg.Formats
 }

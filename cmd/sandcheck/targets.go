@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/runners/docker"
-	"github.com/sandcheck/sandcheck/suites"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -35,7 +35,7 @@ binary (a static executable). Exit 2 when any file fails.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if probeBinary == "" {
-				probeBinary = suites.DefaultProbeBinary()
+				probeBinary = engine.DefaultProbeBinary()
 			}
 			if asJSON {
 				return validateJSON(cmd, args, probeBinary)

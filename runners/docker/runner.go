@@ -35,6 +35,12 @@ type Runner struct {
 	cfg     settings
 	log     *slog.Logger
 	maxLife time.Duration
+	digest  string // the image digest Open resolved
+	// unconfined is set by Open when the target's network may reach past
+	// the harness's addresses (host, Docker's bridge, a network not marked
+	// internal): the runner then lacks the "network" capability, so the
+	// engine leaves network probes not-tested instead of running them.
+	unconfined bool
 
 	mu   sync.Mutex
 	prov *testcontainers.DockerProvider
@@ -92,7 +98,8 @@ func (r *Runner) Name() string { return "docker" }
 // target's network is "harness", the engine describes them, and the probe
 // binary is bind-mounted read-only.
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true}
+	return runners.Capabilities{Network: !r.unconfined, Inspect: true, ProbeDelivery: true,
+		TaskLaunch: true, HostPID: true, CPUMeter: true, Residue: true}
 }
 
 // provider returns the runner's testcontainers-go provider, creating it on
