@@ -104,17 +104,19 @@ func statusFields(s string) map[string]string {
 	return out
 }
 
-// fullCaps is every capability this kernel knows, as a CapEff mask.
+// fullCaps is the host root's own effective capability mask (this
+// process's): a workload holding all of it has every capability the host
+// grants.
 func fullCaps() uint64 {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n >= 63 {
+	n, err := strconv.ParseUint(statusFields(string(b))["CapEff"], 16, 64)
+	if err != nil {
 		return 0
 	}
-	return 1<<(n+1) - 1
+	return n
 }
 
 // mounts reads the workload's mount table: each mount's type (tmpfs, proc
