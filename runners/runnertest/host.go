@@ -116,3 +116,40 @@ func readBounded(path string, n int64) []byte {
 	b, _ := io.ReadAll(io.LimitReader(f, n))
 	return b
 }
+
+// cgroupDirs lists the cgroup folders of the pids and memory hierarchies
+// (v1) or of the unified one (v2), a few levels deep, leaving out Docker's
+// own (other tests' containers come and go meanwhile).
+func cgroupDirs() map[string]bool {
+	out := map[string]bool{}
+	for _, root := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup"} {
+		for _, pat := range []string{"/*", "/*/*", "/*/*/*"} {
+			found, _ := filepath.Glob(root + pat + "/cgroup.procs")
+			for _, f := range found {
+				d := filepath.Dir(f)
+				if strings.Contains(d, "docker") || strings.Contains(d, ".slice") {
+					continue
+				}
+				out[d] = true
+			}
+		}
+	}
+	return out
+}
+
+// newCgroupDirs lists cgroup folders that exist now but not in before,
+// looking again for a moment (a killed process leaves its cgroup late).
+func newCgroupDirs(before map[string]bool) []string {
+	var out []string
+	for deadline := time.Now().Add(goneGrace); ; time.Sleep(200 * time.Millisecond) {
+		out = out[:0]
+		for d := range cgroupDirs() {
+			if !before[d] {
+				out = append(out, "cgroup "+d)
+			}
+		}
+		if len(out) == 0 || time.Now().After(deadline) {
+			return out
+		}
+	}
+}

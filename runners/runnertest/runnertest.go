@@ -296,30 +296,53 @@ func (s *suite) testCloseAfterDeath(t *testing.T) {
 }
 
 func (s *suite) testStartFailure(t *testing.T) {
-	spec, mark := s.spec(t)
-	bad := s.cfg.BadSpec
-	if bad == nil {
-		bad = func(sp runners.SandboxSpec) runners.SandboxSpec {
-			sp.ProbeDir = t.TempDir() // no probe binary in it
+	cases := []struct {
+		name string
+		bad  func(runners.SandboxSpec) runners.SandboxSpec
+	}{
+		{"no probe binary", func(sp runners.SandboxSpec) runners.SandboxSpec {
+			sp.ProbeDir = t.TempDir()
 			return sp
-		}
+		}},
+		// The sandbox is made, then its first process dies at once: what
+		// the runner made must go.
+		{"holder dies at once", func(sp runners.SandboxSpec) runners.SandboxSpec {
+			sp.Env["FAKEPROBE_HOLD_EXIT"] = "3"
+			sp.StartTimeout = 20 * time.Second
+			return sp
+		}},
 	}
-	spec = bad(spec)
-	r := s.cfg.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	sb, err := r.Start(ctx, spec)
-	if err == nil {
-		sb.Close(context.Background())
-		t.Fatal("Start of a bad spec succeeded")
+	if s.cfg.BadSpec != nil {
+		cases = append(cases, struct {
+			name string
+			bad  func(runners.SandboxSpec) runners.SandboxSpec
+		}{"runner's bad spec", s.cfg.BadSpec})
 	}
-	if !errors.Is(err, runners.ErrStart) {
-		t.Errorf("Start of a bad spec: %v, which does not wrap runners.ErrStart", err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec, mark := s.spec(t)
+			spec = c.bad(spec)
+			r := s.cfg.New(t)
+			before := cgroupDirs()
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			defer cancel()
+			sb, err := r.Start(ctx, spec)
+			if err == nil {
+				sb.Close(context.Background())
+				t.Fatal("Start of a bad spec succeeded")
+			}
+			if !errors.Is(err, runners.ErrStart) {
+				t.Errorf("Start of a bad spec: %v, which does not wrap runners.ErrStart", err)
+			}
+			if sb != nil {
+				t.Errorf("Start failed but returned a sandbox %v", sb)
+			}
+			checkGone(t, nil, mark, spec.ProbeDir)
+			if left := newCgroupDirs(before); len(left) > 0 {
+				t.Errorf("a failed start left cgroups:\n%s", strings.Join(left, "\n"))
+			}
+		})
 	}
-	if sb != nil {
-		t.Errorf("Start failed but returned a sandbox %v", sb)
-	}
-	checkGone(t, nil, mark, spec.ProbeDir)
 }
 
 func (s *suite) testNoLeftovers(t *testing.T) {
@@ -442,7 +465,13 @@ func (s *suite) testTaskBoundedOutput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	if len(res.Stdout) != runners.MaxOutput || len(res.Stderr) != runners.MaxOutput || !res.Truncated || res.ExitCode != 0 {
+	// The cap and the cut hold; which bytes are kept is not checked here:
+	// a runtime may keep a task's output in a bounded log of its own that
+	// drops the oldest part before Wait reads it (Docker's json-file log).
+	if len(res.Stdout) > runners.MaxOutput || len(res.Stderr) > runners.MaxOutput || !res.Truncated || res.ExitCode != 0 {
 		t.Errorf("task flood: kept %d/%d, truncated %v, exit %d", len(res.Stdout), len(res.Stderr), res.Truncated, res.ExitCode)
+	}
+	if len(res.Stdout) < runners.MaxOutput || len(res.Stderr) < runners.MaxOutput {
+		t.Logf("task flood: kept only %d bytes of stdout and %d of stderr of %d each (the runtime's log dropped some)", len(res.Stdout), len(res.Stderr), 3*runners.MaxOutput)
 	}
 }

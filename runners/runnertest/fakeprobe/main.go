@@ -3,7 +3,8 @@
 // what the suite needs inside a sandbox, without a shell, so it runs in any
 // runner's sandbox.
 //
-//	hold --max D   sleep until SIGTERM/SIGINT or D
+//	hold --max D   sleep until SIGTERM/SIGINT or D; exits at once with code
+//	               $FAKEPROBE_HOLD_EXIT when that is set (a broken sandbox)
 //	list           print the commands (the docker runner's readiness check)
 //	exit N         exit with code N
 //	echo2 OUT ERR  write OUT to stdout and ERR to stderr
@@ -39,6 +40,9 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "hold":
+		if c := os.Getenv("FAKEPROBE_HOLD_EXIT"); c != "" {
+			fail("exiting at once as told")
+		}
 		max := time.Hour
 		if len(os.Args) == 4 && os.Args[2] == "--max" {
 			max = duration(os.Args[3])
@@ -50,6 +54,9 @@ func main() {
 		case <-time.After(max):
 		}
 	case "list":
+		if os.Getenv("FAKEPROBE_HOLD_EXIT") != "" {
+			fail("not answering as told")
+		}
 		fmt.Println("hold\nlist\nexit\necho2\nflood\nsleep\nspawn\ncat\ngetenv")
 	case "exit":
 		os.Exit(atoi(arg(2)))
