@@ -383,3 +383,39 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A run that cannot write its evidence exits 2 with the reason, never 0 or
+// 1 (issue 16 item 2); an unknown --format is refused before anything
+// starts.
+func TestWriteFailuresExit2(t *testing.T) {
+	bin := binDir(t)
+	cli := func(out string, extra ...string) (int, string) {
+		args := append([]string{"run", "--target", "fixtures/targets/hardened.yaml", "--probes", "privilege.*", "--out", out}, extra...)
+		cmd := exec.Command(filepath.Join(bin, "sandcheck"), args...)
+		cmd.Dir = ".."
+		b, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(b)
+		} else if err != nil {
+			t.Fatalf("running sandcheck: %v", err)
+		}
+		return 0, string(b)
+	}
+	full := t.TempDir()
+	if b, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8k", "sandcheck-e2e-full", full).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a tiny tmpfs: %v: %s", err, b)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", full).Run() })
+	if code, out := cli(full); code != 2 || !strings.Contains(out, "no space left on device") {
+		t.Errorf("full output folder: exit %d, want 2 with the reason\n%s", code, out)
+	}
+	empty := t.TempDir()
+	start := time.Now()
+	if code, out := cli(empty, "--format", "pdf"); code != 2 || !strings.Contains(out, `"pdf"`) {
+		t.Errorf("--format pdf: exit %d, want 2 naming the format\n%s", code, out)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 || time.Since(start) > 10*time.Second {
+		t.Errorf("--format pdf must be refused before anything starts: %d entries written in %s", len(ents), time.Since(start))
+	}
+}

@@ -54,6 +54,14 @@ const (
 // the caller's context has ended.
 const rollbackTimeout = 30 * time.Second
 
+// Backend is implemented by runners whose sandboxes join the harness
+// network as a network of their own engine (the docker runner): the harness
+// asks the runner for the engine client rather than dialling one itself.
+type Backend interface {
+	// NetworkAPI is the engine client the network is created with.
+	NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error)
+}
+
 // Options configures Create.
 type Options struct {
 	// RunID names the run; required. The network is labelled with it and

@@ -34,3 +34,8 @@ func (o Outcome) Valid() bool {
 
 // Conclusive reports whether o settles the question (blocked or escaped).
 func (o Outcome) Conclusive() bool { return o == Blocked || o == Escaped }
+
+// NotTested is set by the harness, never reported by a probe: the runner
+// lacks what the probe needs (Spec.Requires), so it did not run. It is
+// never a pass.
+const NotTested Outcome = "not-tested"

@@ -2,107 +2,120 @@ package probes
 
 import "strings"
 
-// Params is what the harness hands a probe on the command line of the probe
-// binary. Probes reach only addresses named here.
+// Params is what the harness hands a probe: one versioned JSON document
+// (ParamsSchema), the value of the probe binary's --params, written by the
+// engine (Encode) and strictly read by the probe binary (ParseParams). It is
+// the one wire contract between them. Probes reach only addresses named
+// here.
 type Params struct {
+	// Schema is ParamsSchema; any other value is refused.
+	Schema string `json:"schema"`
 	// Token is unique to one probe invocation; probes send it with every
 	// canary contact and plant it in every marker, so host observations can be
 	// joined to the probe that caused them.
-	Token string
+	Token string `json:"token,omitempty"`
 	// RunID names the sandcheck run.
-	RunID string
+	RunID string `json:"run_id,omitempty"`
 	// MetadataAddr is host:port of the metadata service to try, as the harness
 	// hands it (a canary it owns). Empty means the standard 169.254.169.254:80,
 	// which in tests is also a harness canary.
-	MetadataAddr string
+	MetadataAddr string `json:"metadata_addr,omitempty"`
 	// OutsideAddr is an IPv4 address standing for "outside" (the internet),
 	// with TCP and UDP sinks, as the harness hands it (in tests a
 	// documentation address the harness holds on its own bridge). Empty
 	// means no outside address: egress probes then send nothing.
-	OutsideAddr string
+	OutsideAddr string `json:"outside_addr,omitempty"`
 	// DNSZone is a zone only the harness's DNS canary answers; names under
 	// it that resolve prove a query left the box.
-	DNSZone string
+	DNSZone string `json:"dns_zone,omitempty"`
 	// ResolverAddr is host:port of the resolver the harness configured for
 	// the sandbox (the runtime may front it with its own, e.g. Docker's
 	// 127.0.0.11).
-	ResolverAddr string
+	ResolverAddr string `json:"resolver_addr,omitempty"`
 	// OtherResolverAddr is host:port of a DNS server the sandbox was not
 	// configured to use.
-	OtherResolverAddr string
+	OtherResolverAddr string `json:"other_resolver_addr,omitempty"`
 	// DNSAltAddr is host:port of the harness's DNS canary on an alternate
 	// port (not 53).
-	DNSAltAddr string
+	DNSAltAddr string `json:"dns_alt_addr,omitempty"`
 	// MirrorAddr is host:port of the package mirror the harness runs (an
 	// HTTP sink), the destination a mirror-only profile grants.
-	MirrorAddr string
+	MirrorAddr string `json:"mirror_addr,omitempty"`
 	// ECSAddr is host:port of the ECS container credentials endpoint the
 	// harness runs (169.254.170.2:80 on its bridge). Empty means none: the
 	// probe then sends nothing.
-	ECSAddr string
+	ECSAddr string `json:"ecs_addr,omitempty"`
 	// AlibabaAddr is host:port of the Alibaba Cloud metadata service the
 	// harness runs (100.100.100.200:80 on its bridge). Empty means none: the
 	// probe then sends nothing.
-	AlibabaAddr string
+	AlibabaAddr string `json:"alibaba_addr,omitempty"`
 	// Metadata6Addr is [host]:port of the IPv6 metadata service the harness
 	// runs ([fd00:ec2::254]:80 on its bridge). Empty means none: the probe
 	// then sends nothing.
-	Metadata6Addr string
+	Metadata6Addr string `json:"metadata6_addr,omitempty"`
 	// Outside6Addr is an IPv6 address standing for "outside", with a TCP
 	// sink on port 80, that the harness holds (in the documentation range
 	// 2001:db8::/32). Empty means none: the probe then sends nothing.
-	Outside6Addr string
+	Outside6Addr string `json:"outside6_addr,omitempty"`
 	// KubeAPIAddr is host:port of the Kubernetes API canary the harness runs
 	// (HTTPS, on its bridge), where the cluster DNS names of the API server
 	// lead. Empty means none: the probe then sends nothing.
-	KubeAPIAddr string
+	KubeAPIAddr string `json:"kube_api_addr,omitempty"`
 	// GatewayAddr is the IPv4 address of the sandbox network's gateway, the
 	// host's own side, where the harness runs token-recording listeners for
 	// host services. Empty means none: the probe then sends nothing.
-	GatewayAddr string
+	GatewayAddr string `json:"gateway_addr,omitempty"`
 	// NeighbourAddr is the IPv4 address of a neighbouring sandbox on the
 	// same network with token-recording listeners. Empty means none.
-	NeighbourAddr string
+	NeighbourAddr string `json:"neighbour_addr,omitempty"`
 	// DoTAddr is host:port of a DNS-over-TLS server the sandbox was not
 	// configured to use. Empty means none.
-	DoTAddr string
+	DoTAddr string `json:"dot_addr,omitempty"`
 	// DoHAddr is host:port of a DNS-over-HTTPS server (path /dns-query)
 	// the sandbox was not configured to use. Empty means none.
-	DoHAddr string
+	DoHAddr string `json:"doh_addr,omitempty"`
 	// ProxyAddr is host:port of the egress proxy the harness configured for
 	// the sandbox (an HTTP CONNECT proxy, also named in HTTP_PROXY and
 	// HTTPS_PROXY). Empty means none.
-	ProxyAddr string
+	ProxyAddr string `json:"proxy_addr,omitempty"`
 	// BrokerAddr is host:port of the tool broker the harness runs, the one
 	// endpoint a brokered task may call. Empty means none.
-	BrokerAddr string
+	BrokerAddr string `json:"broker_addr,omitempty"`
 	// BrokerToken is the task's scoped broker credential, as the platform
 	// hands it to the task.
-	BrokerToken string
+	BrokerToken string `json:"broker_token,omitempty"`
 	// ScopedKeySHA256 is the hex SHA-256 of the platform's scoped key (a
 	// per-run honeytoken the target places in the box), so a probe can
 	// recognise the key without being handed it.
-	ScopedKeySHA256 string
+	ScopedKeySHA256 string `json:"scoped_key_sha256,omitempty"`
 	// Marker is the token a sequence probe plants in its first sandbox and
 	// looks for in its second.
-	Marker string
+	Marker string `json:"marker,omitempty"`
 	// Phase is "plant" or "check" for sequence probes, empty otherwise.
-	Phase string
+	Phase string `json:"phase,omitempty"`
 	// HostHoney is the host path of a honeyfile the harness planted in the
 	// run's own folder, which no sandbox mounts: a probe that reads it through
 	// a path leading to the host's root (/proc/1/root) proves host reach.
-	HostHoney string
+	HostHoney string `json:"host_honey,omitempty"`
 	// ProbeDir is where the runner delivered the probe binary (read-only); the
 	// harness's own mount is not a finding.
-	ProbeDir string
+	ProbeDir string `json:"probe_dir,omitempty"`
 	// OutputDir is the folder inside the sandbox the target declares for the
 	// task's output (empty: none); the output probes plant their artifacts
 	// there.
-	OutputDir string
+	OutputDir string `json:"output_dir,omitempty"`
 	// InputsDir is the folder inside the sandbox the target declares for the
 	// task's inputs (empty: none); the harness filled it with files only it
 	// knows the content of.
-	InputsDir string
+	InputsDir string `json:"inputs_dir,omitempty"`
+	// GoAhead, when set, makes the probe binary wait for the go-ahead file
+	// of this name in ProbeDir's go-ahead folder before running (a task
+	// launched before the harness watches its sandbox).
+	GoAhead string `json:"go_ahead,omitempty"`
+	// Pack, when set, makes the probe binary write the output folder as a
+	// framed base64 tar stream on stderr after the probes (the gated
+	// release), within these bounds.
+	Pack *PackBounds `json:"pack,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

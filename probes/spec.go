@@ -55,6 +55,12 @@ type Spec struct {
 	// facts (the fingerprint family): its outcome is not-applicable on every
 	// target, and its expect must say so (default: not-applicable).
 	Informational bool `yaml:"informational,omitempty" json:"informational,omitempty"`
+	// Needs names what the probe needs of a runner beyond starting a
+	// sandbox and running a command in it, from a closed vocabulary
+	// (network, inspect, task-launch, host-pid, cpu-meter, residue); a runner
+	// that lacks one leaves the probe not-tested. Host evidence that relies
+	// on a capability implies it (see Requires).
+	Needs []string `yaml:"needs,omitempty" json:"needs,omitempty"`
 	// Unproven records why a control cannot exist for the probe: no reference
 	// target can let it through (negative) or block it (positive). A probe
 	// without a reason must have both controls in the end-to-end tests.
@@ -292,7 +298,15 @@ func (s Spec) check() error {
 	if s.Unproven != nil && s.Unproven.Negative == "" && s.Unproven.Positive == "" {
 		return fmt.Errorf("unproven needs a negative or positive reason")
 	}
+	for _, n := range s.Needs {
+		if !slices.Contains(Needs, n) {
+			return fmt.Errorf("needs %q is not one of %s", n, strings.Join(Needs, ", "))
+		}
+	}
 	for _, h := range s.Host {
+		if !KnownHostKind(h) {
+			return fmt.Errorf("host %q is not a known kind of host evidence (known: %s)", h, strings.Join(HostKinds(), ", "))
+		}
 		if strings.HasPrefix(h, "teardown:") && s.Sandbox != Own {
 			return fmt.Errorf("host %s is checked after the probe's sandbox is closed: sandbox must be own", h)
 		}

@@ -94,14 +94,71 @@ type Residue struct {
 	Failed string
 }
 
-// Capabilities of a runner's sandboxes.
+// Capabilities of a runner's sandboxes. Each field is one word of the
+// closed vocabulary a probe's `needs:` names (see Needs); a probe whose needs
+// the runner lacks is not tested, with the reason, never failed or passed.
 type Capabilities struct {
-	// Network: sandboxes can be attached to the harness network.
+	// Network: sandboxes can be attached to the harness network ("network").
 	Network bool
-	// Inspect: sandboxes implement Inspector.
+	// Inspect: sandboxes implement Inspector ("inspect").
 	Inspect bool
 	// ProbeDelivery: the runner can deliver the probe binary read-only.
 	ProbeDelivery bool
+	// TaskLaunch: a task can be a fresh sandbox's first process (Waiter,
+	// "task-launch").
+	TaskLaunch bool
+	// HostPID: the host can name the sandbox's init (HostPIDer, "host-pid").
+	HostPID bool
+	// CPUMeter: the host can read and cut the sandbox's CPU use (CPUMeter,
+	// "cpu-meter").
+	CPUMeter bool
+	// Residue: the host can search for what outlived a sandbox
+	// (ResidueFinder, "residue").
+	Residue bool
+}
+
+// The closed vocabulary of runner capabilities a probe may need.
+const (
+	NeedNetwork    = "network"
+	NeedInspect    = "inspect"
+	NeedTaskLaunch = "task-launch"
+	NeedHostPID    = "host-pid"
+	NeedCPUMeter   = "cpu-meter"
+	NeedResidue    = "residue"
+)
+
+// Needs lists the capability words a probe may need, in a fixed order.
+var Needs = []string{NeedNetwork, NeedInspect, NeedTaskLaunch, NeedHostPID, NeedCPUMeter, NeedResidue}
+
+// Has reports whether the capabilities include need; an unknown word is
+// never had.
+func (c Capabilities) Has(need string) bool {
+	switch need {
+	case NeedNetwork:
+		return c.Network
+	case NeedInspect:
+		return c.Inspect
+	case NeedTaskLaunch:
+		return c.TaskLaunch
+	case NeedHostPID:
+		return c.HostPID
+	case NeedCPUMeter:
+		return c.CPUMeter
+	case NeedResidue:
+		return c.Residue
+	}
+	return false
+}
+
+// Missing lists the needs the capabilities lack, in the order given.
+func (c Capabilities) Missing(needs []string) []string {
+	var out []string
+	for _, n := range needs {
+		if !c.Has(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // SandboxSpec is what the harness asks of one sandbox. Backend-specific

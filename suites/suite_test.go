@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/sandcheck/sandcheck/engine"
 )
 
 var (
@@ -30,7 +32,8 @@ func TestSuites(t *testing.T) {
 	if out == "" {
 		out = t.TempDir()
 	}
-	active = Config{TargetPath: *flagTarget, OutDir: out, ProbeBinary: DefaultProbeBinary(), StartedBy: StartedBy(), Version: "test"}
+	Declare(engine.Config{TargetPath: *flagTarget, OutDir: out, ProbeBinary: engine.DefaultProbeBinary(),
+		StartedBy: engine.StartedBy(), Version: "test"}, nil)
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "sandcheck probes")
 }

@@ -2,7 +2,7 @@
 // inside a sandbox. It is built with CGO_ENABLED=0 and runs in a FROM-scratch
 // image: no libc, no shell.
 //
-//	sandcheck-probe run [flags] ID [ID...]   run probes, one JSON result line each
+//	sandcheck-probe run --token T --params JSON ID...  run probes, one JSON result line each
 //	sandcheck-probe list                     print the implemented probe IDs
 //	sandcheck-probe hold [--max 30m]         idle init (PID 1) that reaps zombies
 //	sandcheck-probe child <kind> ...         internal helpers re-executed by probes
@@ -38,15 +38,8 @@ func main() {
 }
 
 const usage = `usage:
-  sandcheck-probe run [--token T] [--run-id R] [--metadata-addr HOST:PORT] [--marker M]
-                      [--phase plant|check] [--probe-dir D] [--outside-addr IP] [--mirror-addr IP:PORT] [--dns-alt-addr IP:PORT]
-                      [--ecs-addr IP:PORT] [--alibaba-addr IP:PORT] [--gateway-addr IP] [--neighbour-addr IP]
-                      [--dot-addr IP:PORT] [--doh-addr IP:PORT] [--proxy-addr IP:PORT]
-                      [--broker-addr IP:PORT] [--broker-token T]
-                      [--dns-zone Z] [--resolver-addr IP:PORT] [--other-resolver-addr IP:PORT]
-                      [--output-dir DIR [--pack-output [--pack-max-files N] [--pack-max-file-bytes N] [--pack-max-total-bytes N]]]
-                      [--inputs-dir DIR]
-                      ID [ID...]
+  sandcheck-probe run --token T --params JSON ID [ID...]
+        JSON: {"schema":"sandcheck.dev/probe-params/v1","token":"T",...} (probes.Params); --token repeats its token
   sandcheck-probe list
   sandcheck-probe hold [--max 30m]
 `
@@ -90,59 +83,40 @@ var hostPathPattern = regexp.MustCompile(`^/[A-Za-z0-9/._-]{1,511}$`)
 func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var p probes.Params
-	for _, f := range []struct {
-		dst         *string
-		name, usage string
-	}{
-		{&p.Token, "token", "token sent with every canary contact and planted in markers"},
-		{&p.RunID, "run-id", "sandcheck run ID"},
-		{&p.MetadataAddr, "metadata-addr", "metadata service HOST:PORT (default " + impl.DefaultMetadataAddr + ")"},
-		{&p.Marker, "marker", "marker for persistence probes"},
-		{&p.Phase, "phase", "plant or check, for sequence probes"},
-		{&p.ScopedKeySHA256, "scoped-key-sha256", "hex SHA-256 of the platform's scoped key, for secrets.scoped-key"},
-		{&p.HostHoney, "host-honey", "host path of the honeyfile in the run's folder (looked for through /proc/1/root)"},
-		{&p.OutsideAddr, "outside-addr", "harness-owned IPv4 address standing for outside (egress probes send nothing without it)"},
-		{&p.DNSZone, "dns-zone", "zone only the harness's DNS canary answers"},
-		{&p.ResolverAddr, "resolver-addr", "IP:PORT of the resolver the harness configured"},
-		{&p.OtherResolverAddr, "other-resolver-addr", "IP:PORT of a DNS server the sandbox was not configured to use"},
-		{&p.MirrorAddr, "mirror-addr", "IP:PORT of the harness's package mirror"},
-		{&p.DNSAltAddr, "dns-alt-addr", "IP:PORT of the harness's DNS canary on an alternate port"},
-		{&p.ECSAddr, "ecs-addr", "IP:PORT of the harness's ECS task-role credentials canary (the probe sends nothing without it)"},
-		{&p.AlibabaAddr, "alibaba-addr", "IP:PORT of the harness's Alibaba Cloud metadata canary (the probe sends nothing without it)"},
-		{&p.Metadata6Addr, "metadata6-addr", "[IPv6]:PORT of the harness's IPv6 metadata canary (the probe sends nothing without it)"},
-		{&p.Outside6Addr, "outside6-addr", "harness-owned IPv6 address standing for outside (the probe sends nothing without it)"},
-		{&p.KubeAPIAddr, "kube-api-addr", "IP:PORT of the harness's Kubernetes API canary (the probe sends nothing without it)"},
-		{&p.GatewayAddr, "gateway-addr", "IPv4 address of the network's gateway with the harness's host-service listeners"},
-		{&p.NeighbourAddr, "neighbour-addr", "IPv4 address of the harness's neighbouring sandbox"},
-		{&p.ProxyAddr, "proxy-addr", "IP:PORT of the egress proxy the harness configured"},
-		{&p.BrokerAddr, "broker-addr", "IP:PORT of the harness's tool broker"},
-		{&p.BrokerToken, "broker-token", "the task's broker token"},
-		{&p.DoTAddr, "dot-addr", "IP:PORT of the harness's DNS-over-TLS canary"},
-		{&p.DoHAddr, "doh-addr", "IP:PORT of the harness's DNS-over-HTTPS canary"},
-		{&p.OutputDir, "output-dir", "the target's output folder (output probes plant their artifacts there)"},
-		{&p.InputsDir, "inputs-dir", "the target's inputs folder (the inputs probes read and try to change it)"},
-	} {
-		fs.StringVar(f.dst, f.name, "", f.usage)
-	}
-	fs.StringVar(&p.ProbeDir, "probe-dir", runners.ProbeMount, "where the harness mounted the probe binary")
-	goAhead := fs.String("go-ahead", "", "wait until PROBE-DIR/"+runners.GoAheadDir+"/NAME exists before running (the harness's tracer watches the sandbox first)")
-	var pack bool
-	var packLim impl.PackLimits
-	fs.BoolVar(&pack, "pack-output", false, "after the probes, write the output folder as a framed base64 tar stream on stderr (the gated release)")
-	fs.IntVar(&packLim.MaxFiles, "pack-max-files", 256, "entries to pack at most")
-	fs.Int64Var(&packLim.MaxFileBytes, "pack-max-file-bytes", 1<<20, "bytes of one file to pack at most")
-	fs.Int64Var(&packLim.MaxTotalBytes, "pack-max-total-bytes", 128<<10, "bytes of content to pack at most")
+	doc := fs.String("params", "", "the harness's parameters: one JSON document ("+probes.ParamsSchema+")")
+	tag := fs.String("token", "", "the parameters' token again, as a word of its own: the host's tracer finds the invocation by it in argv")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if *doc == "" {
+		fmt.Fprint(stderr, "sandcheck-probe: run needs --params\n", usage)
+		return 2
+	}
+	p, err := probes.ParseParams([]byte(*doc))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
+		return 2
+	}
+	if *tag != p.Token {
+		fmt.Fprintf(stderr, "sandcheck-probe: --token %q is not the parameters' token %q\n", *tag, p.Token)
+		return 2
+	}
+	if p.ProbeDir == "" {
+		p.ProbeDir = runners.ProbeMount
+	}
+	goAhead := &p.GoAhead
+	pack := p.Pack != nil
+	var packLim impl.PackLimits
+	if pack {
+		packLim = impl.PackLimits{MaxFiles: p.Pack.MaxFiles, MaxFileBytes: p.Pack.MaxFileBytes, MaxTotalBytes: p.Pack.MaxTotalBytes}
+	}
 	if pack && (p.OutputDir == "" || !filepath.IsAbs(p.OutputDir) || packLim.MaxFiles <= 0 || packLim.MaxFileBytes <= 0 || packLim.MaxTotalBytes <= 0) {
-		fmt.Fprintln(stderr, "sandcheck-probe: --pack-output needs an absolute --output-dir and positive bounds")
+		fmt.Fprintln(stderr, "sandcheck-probe: pack needs an absolute output_dir and positive bounds")
 		return 2
 	}
 	if *goAhead != "" {
 		if !safeArg.MatchString(*goAhead) {
-			fmt.Fprintf(stderr, "sandcheck-probe: --go-ahead must match %s\n", safeArg)
+			fmt.Fprintf(stderr, "sandcheck-probe: go_ahead must match %s\n", safeArg)
 			return 2
 		}
 		if err := waitGoAhead(filepath.Join(p.ProbeDir, runners.GoAheadDir, *goAhead), goAheadWait); err != nil {
@@ -151,25 +125,25 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if p.HostHoney != "" && (!hostPathPattern.MatchString(p.HostHoney) || path.Clean(p.HostHoney) != p.HostHoney) {
-		fmt.Fprintf(stderr, "sandcheck-probe: --host-honey must be a clean absolute path, not %q\n", p.HostHoney)
+		fmt.Fprintf(stderr, "sandcheck-probe: host_honey must be a clean absolute path, not %q\n", p.HostHoney)
 		return 2
 	}
 	if p.InputsDir != "" && (!filepath.IsAbs(p.InputsDir) || filepath.Clean(p.InputsDir) != p.InputsDir) {
-		fmt.Fprintf(stderr, "sandcheck-probe: --inputs-dir must be a clean absolute path, not %q\n", p.InputsDir)
+		fmt.Fprintf(stderr, "sandcheck-probe: inputs_dir must be a clean absolute path, not %q\n", p.InputsDir)
 		return 2
 	}
 	if err := checkAddrs(p); err != nil {
 		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 		return 2
 	}
-	for name, v := range map[string]string{"token": p.Token, "run-id": p.RunID, "marker": p.Marker, "broker-token": p.BrokerToken} {
+	for name, v := range map[string]string{"token": p.Token, "run_id": p.RunID, "marker": p.Marker, "broker_token": p.BrokerToken} {
 		if !safeArg.MatchString(v) {
-			fmt.Fprintf(stderr, "sandcheck-probe: --%s must match %s\n", name, safeArg)
+			fmt.Fprintf(stderr, "sandcheck-probe: %s must match %s\n", name, safeArg)
 			return 2
 		}
 	}
 	if p.Phase != "" && p.Phase != "plant" && p.Phase != "check" {
-		fmt.Fprintf(stderr, "sandcheck-probe: --phase must be plant or check, not %q\n", p.Phase)
+		fmt.Fprintf(stderr, "sandcheck-probe: phase must be plant or check, not %q\n", p.Phase)
 		return 2
 	}
 	ids := fs.Args()
@@ -253,35 +227,35 @@ var zonePattern = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.){0,
 // checkAddrs accepts only literal addresses: probes never resolve a name
 // the harness gave them, so they reach exactly what they were told.
 func checkAddrs(p probes.Params) error {
-	for name, v := range map[string]string{"outside-addr": p.OutsideAddr, "gateway-addr": p.GatewayAddr, "neighbour-addr": p.NeighbourAddr} {
+	for name, v := range map[string]string{"outside_addr": p.OutsideAddr, "gateway_addr": p.GatewayAddr, "neighbour_addr": p.NeighbourAddr} {
 		if v == "" {
 			continue
 		}
 		if a, err := netip.ParseAddr(v); err != nil || !a.Is4() {
-			return fmt.Errorf("--%s must be an IPv4 address, not %q", name, v)
+			return fmt.Errorf("%s must be an IPv4 address, not %q", name, v)
 		}
 	}
-	for name, v := range map[string]string{"resolver-addr": p.ResolverAddr, "other-resolver-addr": p.OtherResolverAddr, "mirror-addr": p.MirrorAddr, "dns-alt-addr": p.DNSAltAddr,
-		"ecs-addr": p.ECSAddr, "alibaba-addr": p.AlibabaAddr, "dot-addr": p.DoTAddr, "doh-addr": p.DoHAddr, "proxy-addr": p.ProxyAddr, "broker-addr": p.BrokerAddr, "kube-api-addr": p.KubeAPIAddr} {
+	for name, v := range map[string]string{"resolver_addr": p.ResolverAddr, "other_resolver_addr": p.OtherResolverAddr, "mirror_addr": p.MirrorAddr, "dns_alt_addr": p.DNSAltAddr,
+		"ecs_addr": p.ECSAddr, "alibaba_addr": p.AlibabaAddr, "dot_addr": p.DoTAddr, "doh_addr": p.DoHAddr, "proxy_addr": p.ProxyAddr, "broker_addr": p.BrokerAddr, "kube_api_addr": p.KubeAPIAddr} {
 		if v == "" {
 			continue
 		}
 		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is4() {
-			return fmt.Errorf("--%s must be IPv4:PORT, not %q", name, v)
+			return fmt.Errorf("%s must be IPv4:PORT, not %q", name, v)
 		}
 	}
 	if v := p.Outside6Addr; v != "" {
 		if a, err := netip.ParseAddr(v); err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
-			return fmt.Errorf("--outside6-addr must be an IPv6 address, not %q", v)
+			return fmt.Errorf("outside6_addr must be an IPv6 address, not %q", v)
 		}
 	}
 	if v := p.Metadata6Addr; v != "" {
 		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is6() || ap.Addr().Is4In6() || ap.Addr().Zone() != "" {
-			return fmt.Errorf("--metadata6-addr must be [IPv6]:PORT, not %q", v)
+			return fmt.Errorf("metadata6_addr must be [IPv6]:PORT, not %q", v)
 		}
 	}
 	if p.DNSZone != "" && !zonePattern.MatchString(p.DNSZone) {
-		return fmt.Errorf("--dns-zone must be a lower-case DNS name, not %q", p.DNSZone)
+		return fmt.Errorf("dns_zone must be a lower-case DNS name, not %q", p.DNSZone)
 	}
 	return nil
 }

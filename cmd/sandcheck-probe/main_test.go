@@ -93,11 +93,18 @@ func TestBinary(t *testing.T) {
 
 	t.Run("usage errors exit 2", func(t *testing.T) {
 		for _, args := range [][]string{
-			{"run", "host.nope"},
-			{"run", "privilege.seccomp", "host.nope"},
-			{"run"},
-			{"run", "--token", "a b", "privilege.seccomp"},
-			{"run", "--phase", "later", "privilege.seccomp"},
+			{"run", "--params", wire(t, probes.Params{}), "host.nope"},
+			{"run", "--params", wire(t, probes.Params{}), "privilege.seccomp", "host.nope"},
+			{"run", "--params", wire(t, probes.Params{})},
+			{"run", "privilege.seccomp"},
+			{"run", "--token", "t", "privilege.seccomp"},
+			{"run", "--params", `{"token":"t"}`, "privilege.seccomp"},
+			{"run", "--params", strings.Replace(wire(t, probes.Params{}), "v1", "v9", 1), "privilege.seccomp"},
+			{"run", "--params", strings.Replace(wire(t, probes.Params{Token: "t"}), `"token"`, `"tokn"`, 1), "privilege.seccomp"},
+			{"run", "--token", "a b", "--params", wire(t, probes.Params{Token: "a b"}), "privilege.seccomp"},
+			{"run", "--token", "t2", "--params", wire(t, probes.Params{Token: "t1"}), "privilege.seccomp"},
+			{"run", "--params", wire(t, probes.Params{Phase: "later"}), "privilege.seccomp"},
+			{"run", "--params", wire(t, probes.Params{OutsideAddr: "example.com"}), "privilege.seccomp"},
 			{"frobnicate"},
 			{},
 		} {
@@ -119,8 +126,8 @@ func TestBinary(t *testing.T) {
 				ids = append(ids, id)
 			}
 		}
-		args := append([]string{"run", "--token", "t-host", "--marker", "m-host-check", "--phase", "check",
-			"--probe-dir", filepath.Dir(bin), "--metadata-addr", strings.TrimPrefix(imds.URL, "http://")}, ids...)
+		args := append([]string{"run", "--token", "t-host", "--params", wire(t, probes.Params{Token: "t-host", Marker: "m-host-check", Phase: "check",
+			ProbeDir: filepath.Dir(bin), MetadataAddr: strings.TrimPrefix(imds.URL, "http://")})}, ids...)
 		out, stderr, code := run(args...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
@@ -174,4 +181,14 @@ func TestHoldExitsAfterMax(t *testing.T) {
 	if err != nil || time.Since(start) > 5*time.Second {
 		t.Errorf("hold --max 200ms: %v after %s: %s", err, time.Since(start), out)
 	}
+}
+
+// wire is p as the harness hands it to the probe binary.
+func wire(t *testing.T, p probes.Params) string {
+	t.Helper()
+	doc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

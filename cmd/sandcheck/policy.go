@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/reports"
-	"github.com/sandcheck/sandcheck/suites"
 )
 
 // addPolicyFlags declares the grading flags run and policy eval share.
@@ -31,7 +31,7 @@ func policyCmd() *cobra.Command {
 
 func policyEvalCmd() *cobra.Command {
 	var (
-		cfg      suites.Config
+		cfg      engine.Config
 		input    string
 		failWarn bool
 	)
@@ -61,7 +61,7 @@ reports for the new verdict. The record's own verdict is ignored.`,
 				return harness(err)
 			}
 			rec.Verdict = v
-			o := &suites.Outcome{Record: rec, HarnessErrors: rec.Errors}
+			o := &engine.Outcome{Record: rec, HarnessErrors: rec.Errors}
 			if cfg.OutDir != "" {
 				if o.Reports, err = reports.WriteAll(cfg.OutDir, rec, cfg.Formats); err != nil {
 					return harness(fmt.Errorf("writing reports: %w", err))
@@ -73,7 +73,7 @@ reports for the new verdict. The record's own verdict is ignored.`,
 	f := c.Flags()
 	f.StringVar(&input, "input", "", "stored run record (run.json)")
 	f.StringVar(&cfg.OutDir, "out", "", "folder for the re-graded run.json and reports (default: write nothing)")
-	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
+	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
 	return c
 }

@@ -1,23 +1,28 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/suites"
+	_ "github.com/sandcheck/sandcheck/runners/all"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
 func runCmd() *cobra.Command {
 	var (
-		cfg      suites.Config
+		cfg      engine.Config
 		verbose  bool
 		quiet    bool
 		logLevel string
@@ -51,6 +56,12 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if _, err := cfg.NewGrader(); err != nil {
 				return harness(err)
 			}
+			if err := engine.CheckFormats(cfg.Formats); err != nil {
+				return harness(err)
+			}
+			if cfg.Parallel < 1 {
+				return harness(fmt.Errorf("--parallel %d: must be at least 1", cfg.Parallel))
+			}
 			if os.Geteuid() != 0 {
 				return harness(errors.New("sandcheck run needs root (it creates networks, plants host canaries and inspects runtimes); run it with sudo"))
 			}
@@ -59,16 +70,31 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				return harness(fmt.Errorf("--log-level: %w", err))
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			cfg.StartedBy, cfg.Version = suites.StartedBy(), version
+			cfg.StartedBy, cfg.Version = engine.StartedBy(), version
 			cfg.NoTrace = !trace
 			if cfg.ProbeBinary == "" {
-				cfg.ProbeBinary = suites.DefaultProbeBinary()
+				cfg.ProbeBinary = engine.DefaultProbeBinary()
 			}
-			o, err := suites.Run(cmd.Context(), cfg, suites.ReporterOptions{Verbose: verbose, NoColor: quiet, Timeout: timeout})
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			cfg.Progress = newConsole(cmd.OutOrStdout(), verbose, quiet).progress()
+			o, err := engine.Run(ctx, cfg)
 			if err != nil {
+				// The evidence is incomplete (a write failed) or the run
+				// never started: never a verdict on the target.
+				if o != nil && o.Record != nil && o.Record.Verdict != nil {
+					printVerdict(cmd.OutOrStdout(), o.Record, quiet)
+				}
+				if o != nil {
+					for _, e := range o.HarnessErrors {
+						fmt.Fprintf(cmd.ErrOrStderr(), "sandcheck: harness: %s\n", e)
+					}
+				}
 				return harness(err)
 			}
-			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)
+			return concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
 		},
 	}
 	f := c.Flags()
@@ -77,11 +103,12 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
-	f.StringSliceVar(&cfg.Formats, "format", suites.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
+	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: json, junit, markdown, sarif, html")
+	f.IntVar(&cfg.Parallel, "parallel", runtime.NumCPU(), "sandboxes of their own run at once (1: every probe one after another)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")
-	f.BoolVarP(&verbose, "verbose", "v", false, "print every spec as it runs")
-	f.BoolVarP(&quiet, "quiet", "q", false, "print only the summary")
+	f.BoolVarP(&verbose, "verbose", "v", false, "print every probe's result as it finishes, also in CI logs (a terminal always shows them)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the verdict and failures")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
@@ -92,12 +119,20 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 // harness could not complete the run, 1 when the verdict fails (or carries
 // warnings and failOnWarn is set), 0 otherwise. `sandcheck policy eval`
 // concludes the same way.
-func conclude(w, errw io.Writer, o *suites.Outcome, failOnWarn bool) error {
+func conclude(w, errw io.Writer, o *engine.Outcome, failOnWarn bool) error {
+	return concludeQuiet(w, errw, o, failOnWarn, false)
+}
+
+// concludeQuiet is conclude; quiet prints only the criteria that did not
+// pass and the verdict.
+func concludeQuiet(w, errw io.Writer, o *engine.Outcome, failOnWarn, quiet bool) error {
 	rec := o.Record
 	if rec != nil && rec.Verdict != nil {
-		printVerdict(w, rec)
+		printVerdict(w, rec, quiet)
 		for _, p := range o.Reports {
-			fmt.Fprintf(w, "  wrote %s\n", p)
+			if !quiet {
+				fmt.Fprintf(w, "  wrote %s\n", p)
+			}
 		}
 	}
 	if len(o.HarnessErrors) > 0 {
@@ -123,16 +158,24 @@ func conclude(w, errw io.Writer, o *suites.Outcome, failOnWarn bool) error {
 
 // printVerdict shows each criterion, the reasons of those that did not
 // pass, the waivers and the warnings.
-func printVerdict(w io.Writer, rec *evidence.Record) {
+func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 	v := rec.Verdict
-	fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+	if !quiet {
+		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+	}
 	for _, c := range v.Criteria {
+		if quiet && c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
+			continue
+		}
 		fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
 		if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed || c.Status == evidence.StatusWaived {
 			for _, r := range c.Reasons {
 				fmt.Fprintf(w, "               - %s\n", r)
 			}
 		}
+	}
+	if quiet {
+		return
 	}
 	fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
 		rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)

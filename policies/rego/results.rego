@@ -10,7 +10,7 @@ import rego.v1
 # carry (an unknown probe claiming an unknown criterion).
 integrity := "record-integrity"
 
-outcomes := {"blocked", "escaped", "inconclusive", "not-applicable"}
+outcomes := {"blocked", "escaped", "inconclusive", "not-applicable", "not-tested"}
 
 # --- one result -------------------------------------------------------------
 
@@ -201,6 +201,16 @@ unconfirmed_inconclusive contains finding(c, r.probe, msg) if {
 	r := g.result
 	some c in g.criteria
 	msg := sprintf("probe %s was inconclusive: %s", [r.probe, detail(r)])
+}
+
+# A probe the runner could not carry out (it lacks what the probe needs) is
+# never a pass: its criterion cannot be confirmed.
+unconfirmed_not_tested contains finding(c, r.probe, msg) if {
+	some g in graded
+	g.effective == "not-tested"
+	r := g.result
+	some c in g.criteria
+	msg := sprintf("probe %s was not tested: %s", [r.probe, detail(r)])
 }
 
 # The probe claims success but the host saw it stopped and nothing on the

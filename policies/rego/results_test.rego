@@ -298,6 +298,17 @@ test_unconfirmed_never_passes if {
 	not v.pass
 }
 
+# A probe the runner could not carry out is never a pass, even with every
+# other probe of its criterion blocked as expected.
+test_not_tested_never_passes if {
+	r := with_field(res("syscalls.bpf", "not-tested"), "detail", "runner process lacks host-pid")
+	v := verdict(replace(hardened, 2, r))
+	g := grade_of(v, "hardened-runtime")
+	g.status == "unconfirmed"
+	"probe syscalls.bpf was not tested: runner process lacks host-pid" in g.reasons
+	not v.pass
+}
+
 test_fail_outranks_unconfirmed if {
 	rs := replace(replace(hardened, 2, res("syscalls.bpf", "inconclusive")), 1, res("privilege.seccomp", "escaped"))
 	g := grade_of(verdict(rs), "hardened-runtime")

@@ -35,6 +35,7 @@ type Runner struct {
 	cfg     settings
 	log     *slog.Logger
 	maxLife time.Duration
+	digest  string // the image digest Open resolved
 
 	mu   sync.Mutex
 	prov *testcontainers.DockerProvider
@@ -92,7 +93,8 @@ func (r *Runner) Name() string { return "docker" }
 // target's network is "harness", the engine describes them, and the probe
 // binary is bind-mounted read-only.
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true}
+	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true,
+		TaskLaunch: true, HostPID: true, CPUMeter: true, Residue: true}
 }
 
 // provider returns the runner's testcontainers-go provider, creating it on

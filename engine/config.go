@@ -1,0 +1,143 @@
+// Package engine is sandcheck's one way through a run: plan (select the
+// probes), start (run folder, host canaries, harness network, the runner the
+// target names), probe, observe (host evidence joined to each result), grade
+// (the release policy in Rego) and report. It never names a runner's
+// package: runners come from the runners factory, and what only some
+// runners can do is found through optional interfaces.
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/sandcheck/sandcheck/policies"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// Config is what one run needs.
+type Config struct {
+	// TargetPath is the target file.
+	TargetPath string
+	// OutDir receives evidence.jsonl, run.json and the reports.
+	OutDir string
+	// ProbeBinary is the static sandcheck-probe to deliver into sandboxes.
+	ProbeBinary string
+	// Probes is a glob over probe IDs ("" = all).
+	Probes string
+	// LabelFilter is a Ginkgo label expression ("" = all).
+	LabelFilter string
+	// Formats are the report formats to write.
+	Formats []string
+	// StartedBy names who started the run (for attribution).
+	StartedBy string
+	// Version is the sandcheck build.
+	Version string
+	// Logger receives the engine's logs; nil discards.
+	Logger *slog.Logger
+	// StartTimeout bounds each sandbox start.
+	StartTimeout time.Duration
+	// Selected are the probes the run will carry out (set by Run from Probes
+	// and LabelFilter); task-mode batches hold exactly these.
+	Selected []probes.Spec
+	// PolicyPaths are user policies (folders or OPA bundles) graded with the
+	// embedded release criteria (see policies.WithPolicies).
+	PolicyPaths []string
+	// Waivers is a waiver file ("" = none).
+	Waivers string
+	// NoTrace leaves the sandboxes unwatched by the eBPF tracer, which is
+	// otherwise used wherever it is available (the record says why when it
+	// is not). The zero value traces, so callers that predate it keep doing so.
+	NoTrace bool
+	// Progress, if set, is told of each result as its probe finishes.
+	Progress Progress
+	// Parallel is how many sandboxes of their own the run's probes may
+	// hold at once (0 or 1: one probe at a time, in catalog order).
+	Parallel int
+}
+
+// NewGrader builds the release grader a run with this configuration uses:
+// the embedded criteria, the user policies and the waivers. Errors name the
+// file and line at fault.
+func (c Config) NewGrader() (*policies.Grader, error) {
+	opts := []policies.Option{policies.WithPolicies(c.PolicyPaths...)}
+	if c.Waivers != "" {
+		ws, err := policies.LoadWaivers(c.Waivers)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, policies.WithWaivers(ws))
+	}
+	return policies.New(opts...)
+}
+
+// DefaultProbeBinary finds sandcheck-probe: $SANDCHECK_BIN, then next to the
+// running executable, then ./bin.
+func DefaultProbeBinary() string {
+	var cands []string
+	if d := os.Getenv("SANDCHECK_BIN"); d != "" {
+		cands = append(cands, filepath.Join(d, "sandcheck-probe"))
+	}
+	if exe, err := os.Executable(); err == nil {
+		cands = append(cands, filepath.Join(filepath.Dir(exe), "sandcheck-probe"))
+	}
+	cands = append(cands, filepath.Join("bin", "sandcheck-probe"))
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
+			return c
+		}
+	}
+	return cands[len(cands)-1]
+}
+
+// Select returns the catalog specs a probe glob and a label filter choose.
+// An unknown label, a malformed filter or a glob that matches nothing is an
+// error, so a typo never turns into an empty, passing run.
+func Select(glob, labelFilter string) ([]probes.Spec, error) {
+	var match func([]string) bool = func([]string) bool { return true }
+	if labelFilter != "" {
+		for _, tok := range regexp.MustCompile(`[A-Za-z0-9_.:-]+`).FindAllString(labelFilter, -1) {
+			if !slices.Contains(probes.Labels(), tok) {
+				return nil, fmt.Errorf("label filter %q: unknown label %q (known: %s)", labelFilter, tok, strings.Join(probes.Labels(), ", "))
+			}
+		}
+		f, err := types.ParseLabelFilter(labelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("label filter %q: %w", labelFilter, err)
+		}
+		match = f
+	}
+	var out []probes.Spec
+	for _, s := range probes.Catalog() {
+		if glob != "" {
+			ok, err := filepath.Match(glob, s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("probe pattern %q: %w", glob, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if match(s.AllLabels()) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no probe matches (probes %q, label filter %q); see `sandcheck probes list`", glob, labelFilter)
+	}
+	return out, nil
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,800 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandcheck/sandcheck/canary"
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/netharness"
+	"github.com/sandcheck/sandcheck/policies"
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+// Engine runs probes against one target and gathers the run record. It owns
+// every sandbox, the harness network and the run's temporary folder, and
+// Close releases all of them.
+type Engine struct {
+	cfg    Config
+	log    *slog.Logger
+	target *targets.Target
+	runner runners.Runner
+	net    *netharness.Network
+	stream *evidence.Stream
+	runDir string // the run's own host folder (probe copy, host share)
+	probes string // host folder holding only the probe binary
+	honey  *honey
+	creds  *creds // the planted credential home and other honeytokens (creds.go)
+	grader *policies.Grader
+	trace  *runTrace   // the eBPF tracer's part of the run (suites/trace.go)
+	out    *outputPath // the target's output release path (suites/output.go)
+	in     *inputsPath // the target's inputs folder (suites/inputs.go)
+
+	// The other host-side canaries (honey_canary.go).
+	proc      *canaryProc  // the canary process on the host
+	block     *blockCanary // the loop device, when the target maps it
+	hostHoney string       // the honeyfile in the run folder
+
+	mu      sync.Mutex
+	rec     *evidence.Record
+	shared  *sandbox
+	harness []string // harness errors: the run could not do its job
+	// streamErr is the first failure to write the evidence stream: the
+	// run's evidence is incomplete, which is the harness's failure.
+	streamErr error
+	closed    bool
+	started   time.Time
+	mountSrc  []targets.Mount
+
+	pairOnce sync.Once
+	pair     pairBatch
+
+	batchOnce sync.Once
+	batch     struct {
+		reports map[string]selfReport
+		token   string
+		sb      *sandbox
+		err     error
+	}
+}
+
+type sandbox struct {
+	sb   runners.Sandbox
+	info *evidence.Sandbox
+	view *runners.RuntimeView
+	// tokens holds the token each probe ran with (under Engine.mu), for the
+	// teardown checks after close.
+	tokens map[string]string
+	// cpu is the CPU budget watchdog on a one-task sandbox (cpubudget.go).
+	cpu *cpuWatch
+}
+
+// New loads the target, prepares the run folder, the probe delivery
+// folder, the harness network (when the target uses it) and the runner.
+func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
+	tg, err := targets.Load(cfg.TargetPath)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 60 * time.Second
+	}
+	e := &Engine{cfg: cfg, log: cfg.logger(), target: tg, started: time.Now()}
+	defer func() {
+		if err != nil {
+			e.Close(context.WithoutCancel(ctx))
+			_ = e.CloseStream() // the setup error says why the run ended
+		}
+	}()
+	runID := newRunID()
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output folder: %w", err)
+	}
+	if e.stream, err = evidence.OpenStream(filepath.Join(cfg.OutDir, "evidence.jsonl")); err != nil {
+		return nil, err
+	}
+	e.rec = &evidence.Record{
+		Schema: evidence.Schema, RunID: runID, StartedAt: e.started.UTC(), StartedBy: cfg.StartedBy,
+		Tool:   evidence.Tool{Version: cfg.Version},
+		Target: evidence.Target{Name: tg.Name, Path: tg.Path, Digest: tg.Digest, Profile: tg.Profile, Egress: tg.EgressProfile()},
+		Runner: tg.Runner, Image: evidence.Image{Ref: tg.Image}, Host: hostInfo(),
+	}
+	if tg.Docker != nil {
+		e.rec.Runtime = tg.Docker.Runtime
+	}
+	e.emit("run-start", e.rec)
+
+	if e.runDir, err = os.MkdirTemp("", "sandcheck-run-"); err != nil {
+		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	if e.probes, err = deliverProbe(cfg.ProbeBinary, e.runDir); err != nil {
+		return nil, err
+	}
+	if err := deliverSuidCanary(cfg.ProbeBinary, e.probes); err != nil {
+		return nil, err
+	}
+	if e.creds, err = plantCreds(e.runDir); err != nil {
+		return nil, err
+	}
+	if e.creds.agent, err = serveAgent(e.runDir, func(h canary.Hit) { e.emit("canary-hit", h) }); err != nil {
+		return nil, err
+	}
+	env := runners.RunEnv{RunDir: e.runDir, Logger: e.log}
+	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {
+		return nil, err
+	}
+	env.Mounts = e.mountSrc
+	if tg.UsesBlockCanary() {
+		if e.block, err = newBlockCanary(e.runDir); err != nil {
+			return nil, err
+		}
+	}
+	var blockPath string
+	if e.block != nil {
+		blockPath = e.block.path
+	}
+	if env.Devices, err = tg.ResolveDevices(blockPath); err != nil {
+		return nil, err
+	}
+	if err := e.setupOutput(&env); err != nil {
+		return nil, err
+	}
+	if err := e.setupInputs(&env); err != nil {
+		return nil, err
+	}
+	if tg.Docker != nil {
+		env.Env = e.creds.expandEnv(tg.Docker.Env)
+	}
+	if e.runner, err = runners.Open(ctx, tg, env); err != nil {
+		return nil, err
+	}
+	if ir, ok := e.runner.(runners.ImageResolver); ok {
+		if e.rec.Image.Digest, err = ir.ImageDigest(ctx); err != nil {
+			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
+		}
+	}
+	if hn, ok := e.runner.(runners.HarnessNetworkUser); ok && hn.UsesHarnessNetwork() {
+		be, ok := e.runner.(netharness.Backend)
+		if !ok {
+			return nil, fmt.Errorf("target %s: runner %s asks for the harness network but offers no network backend", tg.Path, e.runner.Name())
+		}
+		cli, err := be.NetworkAPI(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile(), KubeTokens: e.creds.kubeTokens()}); err != nil {
+			return nil, fmt.Errorf("creating harness network: %w", err)
+		}
+		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
+	}
+	e.honey = newHoney(runID)
+	if e.hostHoney, err = e.honey.plantFile(e.runDir); err != nil {
+		return nil, err
+	}
+	if e.proc, err = startCanaryProc(cfg.ProbeBinary); err != nil {
+		return nil, err
+	}
+	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
+	if e.grader, err = cfg.NewGrader(); err != nil {
+		return nil, fmt.Errorf("loading release policy: %w", err)
+	}
+	return e, nil
+}
+
+// Effective grades one result alone with the release policy and returns the
+// outcome the policy grades it by (host evidence weighed in).
+func (e *Engine) Effective(ctx context.Context, res evidence.Result) (probes.Outcome, error) {
+	v, err := e.grader.Grade(ctx, &evidence.Record{Schema: evidence.Schema, RunID: e.rec.RunID,
+		Target: e.rec.Target, Results: []evidence.Result{res}})
+	if err != nil {
+		return "", err
+	}
+	if len(v.Results) != 1 {
+		return "", fmt.Errorf("the policy graded %d results, want 1", len(v.Results))
+	}
+	return v.Results[0].Effective, nil
+}
+
+// Record returns the run record gathered so far.
+func (e *Engine) Record() *evidence.Record { return e.rec }
+
+// HarnessErrors lists what kept the harness from doing its job.
+func (e *Engine) HarnessErrors() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.harness...)
+}
+
+func (e *Engine) harnessError(err error) {
+	e.mu.Lock()
+	e.harness = append(e.harness, err.Error())
+	e.mu.Unlock()
+	e.emit("harness-error", err.Error())
+	e.log.Error("harness error", "err", err)
+}
+
+func (e *Engine) emit(typ string, data any) {
+	if err := e.stream.Emit(typ, data); err != nil {
+		e.log.Warn("evidence stream", "err", err)
+		e.mu.Lock()
+		if e.streamErr == nil {
+			e.streamErr = err
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Probe carries out one probe as its placement says and returns its result
+// with all host evidence joined. A harness failure gives an inconclusive
+// result and is recorded as a harness error.
+func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
+	start := time.Now()
+	res := evidence.Result{Probe: spec.ID, Category: spec.Category, Criterion: spec.Criterion,
+		Severity: spec.Severity, Expected: spec.Expected(e.target.Profile), Outcome: probes.Inconclusive}
+	var err error
+	if missing := e.runner.Capabilities().Missing(spec.Requires()); len(missing) > 0 {
+		// The runner cannot carry the probe out: not tested, with the
+		// reason, which the policy never grades as a pass.
+		res.Outcome, res.Detail = probes.NotTested, probes.NotTestedReason(e.runner.Name(), missing)
+		return e.record(res, start)
+	}
+	switch spec.Sandbox {
+	case probes.Shared:
+		err = e.runShared(ctx, spec, &res)
+	case probes.Own:
+		err = e.runOwn(ctx, spec, &res)
+	case probes.Sequence:
+		err = e.runSequence(ctx, spec, &res)
+	case probes.Pair:
+		err = e.runPair(ctx, spec, &res)
+	}
+	if err != nil {
+		res.Outcome, res.Detail = probes.Inconclusive, "harness: "+err.Error()
+		e.harnessError(fmt.Errorf("probe %s: %w", spec.ID, err))
+	}
+	return e.record(res, start)
+}
+
+// record adds a finished result to the run record and the stream.
+func (e *Engine) record(res evidence.Result, start time.Time) evidence.Result {
+	res.Seconds = time.Since(start).Seconds()
+	e.mu.Lock()
+	e.rec.Results = append(e.rec.Results, res)
+	e.rec.Timing.ProbeSeconds += res.Seconds
+	e.mu.Unlock()
+	e.emit("result", res)
+	return res
+}
+
+// taskMode reports whether each task is a fresh sandbox's first process.
+func (e *Engine) taskMode() bool { return e.target.Docker != nil && e.target.Docker.Launch == "task" }
+
+// runShared runs a probe that can share a sandbox. In exec mode it is exec'd
+// into the run's one long-lived sandbox (restarted if it died); in task mode
+// every selected shared probe runs in one batch, the first process of one
+// fresh sandbox, and later calls take their result from that batch.
+func (e *Engine) runShared(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
+	if e.taskMode() {
+		return e.fromBatch(ctx, spec, res)
+	}
+	e.mu.Lock()
+	sb := e.shared
+	e.mu.Unlock()
+	if sb == nil {
+		var err error
+		if sb, err = e.start(ctx, "shared", nil); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.shared = sb
+		e.mu.Unlock()
+	}
+	err := e.execOne(ctx, sb, spec, res, "", "")
+	if err != nil {
+		// The sandbox may have died under the probe; the next probe gets a
+		// fresh one rather than inheriting the failure.
+		e.mu.Lock()
+		e.shared = nil
+		e.mu.Unlock()
+		e.closeSandbox(sb)
+	}
+	return err
+}
+
+func (e *Engine) runOwn(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
+	return e.oneShot(ctx, spec.ID, spec, res, "", "")
+}
+
+// runSequence plants a marker from one sandbox and looks for it from a second
+// sandbox of the same target; the second sandbox's finding is the result.
+func (e *Engine) runSequence(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
+	marker := newToken(e.rec.RunID)
+	var plant evidence.Result
+	if err := e.oneShot(ctx, spec.ID+"-plant", spec, &plant, marker, "plant"); err != nil {
+		return fmt.Errorf("planting markers: %w", err)
+	}
+	if err := e.oneShot(ctx, spec.ID+"-check", spec, res, marker, "check"); err != nil {
+		return err
+	}
+	for _, it := range plant.Evidence {
+		it.Kind = "plant:" + it.Kind
+		res.Evidence = append(res.Evidence, it)
+	}
+	return nil
+}
+
+// oneShot runs one probe in a sandbox of its own and removes it.
+func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res *evidence.Result, marker, phase string) error {
+	if !e.taskMode() {
+		sb, err := e.start(ctx, name, nil)
+		if err != nil {
+			return err
+		}
+		e.watchCPU(sb, spec)
+		if err := e.startHelpers(ctx, sb, []probes.Spec{spec}); err != nil {
+			e.closeSandbox(sb)
+			return err
+		}
+		err = e.execOne(ctx, sb, spec, res, marker, phase)
+		e.closeSandbox(sb)
+		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
+		return err
+	}
+	reports, token, sb, err := e.runTask(ctx, name, []probes.Spec{spec}, marker, phase)
+	if err != nil {
+		return err
+	}
+	e.fill(spec, res, reports[spec.ID], token, sb)
+	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
+	return nil
+}
+
+// fromBatch runs, once, every selected shared probe in one task sandbox and
+// hands out their results.
+func (e *Engine) fromBatch(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
+	e.batchOnce.Do(func() {
+		var shared []probes.Spec
+		for _, s := range e.cfg.Selected {
+			if s.Sandbox == probes.Shared {
+				shared = append(shared, s)
+			}
+		}
+		if len(shared) == 0 {
+			shared = []probes.Spec{spec}
+		}
+		e.batch.reports, e.batch.token, e.batch.sb, e.batch.err = e.runTask(ctx, "shared", shared, "", "")
+	})
+	if e.batch.err != nil {
+		return e.batch.err
+	}
+	r, ok := e.batch.reports[spec.ID]
+	if !ok {
+		return fmt.Errorf("probe %s was not in the shared batch", spec.ID)
+	}
+	e.fill(spec, res, r, e.batch.token, e.batch.sb)
+	return nil
+}
+
+// runTask starts a sandbox whose first process runs the given probes, waits
+// for it, inspects and removes it.
+func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, marker, phase string) (map[string]selfReport, string, *sandbox, error) {
+	token := newToken(e.rec.RunID)
+	ids := make([]string, len(specs))
+	var budget time.Duration
+	for i, s := range specs {
+		ids[i] = s.ID
+		budget += s.Timeout.D()
+	}
+	budget = min(budget, 10*time.Minute) + 10*time.Second
+	p := e.probeParams(token, ids, marker, phase)
+	p.GoAhead = token
+	argv, err := probeArgv(p, ids)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sb, err := e.start(ctx, name, argv)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	defer e.closeSandbox(sb)
+	if len(specs) == 1 {
+		e.watchCPU(sb, specs[0])
+	}
+	if err := e.startHelpers(ctx, sb, specs); err != nil {
+		return nil, "", nil, err
+	}
+	// start watched the sandbox; only now may the task begin.
+	if err := e.goAhead(token); err != nil {
+		return nil, "", nil, err
+	}
+	w, ok := sb.sb.(runners.Waiter)
+	if !ok {
+		return nil, "", nil, fmt.Errorf("runner %s cannot run tasks as a sandbox's first process", e.runner.Name())
+	}
+	e.addProbes(sb, ids...)
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	out, err := w.Wait(wctx)
+	if err != nil && !(wctx.Err() != nil && ctx.Err() == nil) {
+		return nil, "", nil, fmt.Errorf("running probes: %w", err)
+	}
+	if in, ok := sb.sb.(runners.Inspector); ok {
+		if v, err := in.Inspect(ctx); err == nil {
+			sb.view, sb.info.View = &v, &v
+			e.setView(sb)
+		}
+	}
+	e.collectOutput(token, ids, sb, out)
+	if wctx.Err() != nil && ctx.Err() == nil {
+		reports := map[string]selfReport{}
+		for _, id := range ids {
+			d := fmt.Sprintf("probes did not finish within %s", budget)
+			reports[id] = selfReport{Outcome: probes.Inconclusive, Detail: d,
+				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "timeout", Summary: d}}}
+		}
+		return reports, token, sb, nil
+	}
+	return interpretAll(ids, out), token, sb, nil
+}
+
+// execOne execs one probe into a running sandbox.
+func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res *evidence.Result, marker, phase string) error {
+	token := newToken(e.rec.RunID)
+	e.addProbes(s, spec.ID)
+	ectx, cancel := context.WithTimeout(ctx, spec.Timeout.D()+5*time.Second)
+	defer cancel()
+	argv, err := probeArgv(e.probeParams(token, []string{spec.ID}, marker, phase), []string{spec.ID})
+	if err != nil {
+		return err
+	}
+	out, err := s.sb.Exec(ectx, argv)
+	if err != nil {
+		if ectx.Err() != nil && ctx.Err() == nil {
+			d := fmt.Sprintf("probe did not finish within %s", spec.Timeout.D()+5*time.Second)
+			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
+				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "timeout", Summary: d}}}, token, s)
+			return nil
+		}
+		if killed, _, _, _ := s.cpu.end(); killed {
+			// The CPU watchdog killed the sandbox under the probe.
+			d := "the probe's sandbox was killed at its CPU budget"
+			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
+				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "killed", Summary: d}}}, token, s)
+			return nil
+		}
+		return fmt.Errorf("running probe: %w", err)
+	}
+	e.collectOutput(token, []string{spec.ID}, s, out)
+	e.fill(spec, res, interpretAll([]string{spec.ID}, out)[spec.ID], token, s)
+	return nil
+}
+
+// fill puts a self-report and the host's evidence into a result.
+func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, token string, s *sandbox) {
+	e.mu.Lock()
+	if s.tokens == nil {
+		s.tokens = map[string]string{}
+	}
+	s.tokens[spec.ID] = token
+	e.mu.Unlock()
+	res.Sandbox = s.sb.ID()
+	res.Outcome, res.Detail = self.Outcome, self.Detail
+	res.Evidence = append(res.Evidence, self.Items...)
+	res.Evidence = append(res.Evidence, e.hostEvidence(spec, token, s, self)...)
+	res.Evidence = append(res.Evidence, e.trace.evidence(spec, token, s, e.canaryIPs())...)
+}
+
+// probeParams are the parameters of one invocation of the probe binary:
+// the one document the probe reads (probes.Params, ParamsSchema).
+func (e *Engine) probeParams(token string, ids []string, marker, phase string) probes.Params {
+	p := probes.Params{Token: token, RunID: e.rec.RunID, ProbeDir: runners.ProbeMount,
+		ScopedKeySHA256: e.creds.scopedKeySHA256(), HostHoney: e.hostHoney}
+	if e.net != nil {
+		e.net.FillParams(&p)
+	}
+	if phase != "" {
+		p.Marker, p.Phase = marker, phase
+	}
+	e.outputParams(&p, ids)
+	e.inputsParams(&p)
+	return p
+}
+
+// probeArgv is the probe binary's command line for one invocation: its
+// token as a word of its own (the tracer finds the invocation's process
+// tree by it), its parameters as one JSON document, then the probes.
+func probeArgv(p probes.Params, ids []string) ([]string, error) {
+	doc, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run", "--token", p.Token, "--params", doc}
+	return append(argv, ids...), nil
+}
+
+// goAhead lets a waiting task begin: it creates the go-ahead file in the
+// run's (read-only mounted) probe folder.
+func (e *Engine) goAhead(name string) error {
+	f, err := os.OpenFile(filepath.Join(e.probes, runners.GoAheadDir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil {
+		return fmt.Errorf("giving task %s its go-ahead: %w", name, err)
+	}
+	return f.Close()
+}
+
+// start starts one sandbox, records it and the runtime's view of it. With a
+// command, the command is the sandbox's first process.
+func (e *Engine) start(ctx context.Context, name string, command []string) (*sandbox, error) {
+	t0 := time.Now()
+	spec := runners.SandboxSpec{
+		Name: fmt.Sprintf("sandcheck-%s-%s", e.rec.RunID, sanitize(name)),
+		Labels: map[string]string{
+			"sandcheck.run": e.rec.RunID, "sandcheck.target": e.target.Name, "sandcheck.task": name,
+		},
+		ProbeDir:     e.probes,
+		StartTimeout: e.cfg.StartTimeout,
+		Command:      command,
+	}
+	if e.net != nil {
+		spec.Network, spec.DNS = e.net.Name(), []string{e.net.DNS()}
+		// The platform's egress proxy, as platforms configure one.
+		proxy := "http://" + e.net.ProxyAddr()
+		spec.Env = map[string]string{"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
+	}
+	// The identity the target gives each sandbox (attribution), bound to
+	// run, target and task; the harness's own labels above stay as they are.
+	id := targets.Identity{RunID: e.rec.RunID, Target: e.target.Name, Task: name}
+	spec.Hostname = e.target.Docker.IdentityHostname(id)
+	for k, v := range e.target.Docker.IdentityLabels(id) {
+		spec.Labels[k] = v
+	}
+	// Honeyfiles must be in place before anything runs inside.
+	e.honey.plantMounts(e.mountSrc, e.log)
+	sb, err := e.runner.Start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
+	}
+	if e.net != nil {
+		// IPv6 on the harness network is the harness's own (netharness,
+		// ipv6.go): set in the sandbox before anything runs in it.
+		if err := e.net.AttachIPv6(ctx, sb.ID()); err != nil {
+			if cerr := sb.Close(context.WithoutCancel(ctx)); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
+		}
+	}
+	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
+	// Every task the engine starts waits for its go-ahead (probeParams'
+	// GoAhead): it has done nothing yet, so the watch is complete.
+	e.trace.watch(ctx, s, false)
+	if in, ok := sb.(runners.Inspector); ok && command == nil {
+		if v, err := in.Inspect(ctx); err != nil {
+			e.log.Warn("inspect", "sandbox", sb.ID(), "err", err)
+		} else {
+			s.view, s.info.View = &v, &v
+		}
+	}
+	e.mu.Lock()
+	e.rec.Sandboxes = append(e.rec.Sandboxes, *s.info)
+	e.rec.Timing.SandboxStartSeconds += s.info.StartSeconds
+	e.mu.Unlock()
+	e.emit("sandbox-start", s.info)
+	return s, nil
+}
+
+func (e *Engine) addProbes(s *sandbox, ids ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.rec.Sandboxes {
+		if e.rec.Sandboxes[i].ID == s.sb.ID() {
+			e.rec.Sandboxes[i].Probes = append(e.rec.Sandboxes[i].Probes, ids...)
+		}
+	}
+}
+
+func (e *Engine) setView(s *sandbox) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.rec.Sandboxes {
+		if e.rec.Sandboxes[i].ID == s.sb.ID() {
+			e.rec.Sandboxes[i].View = s.view
+		}
+	}
+}
+
+// closeSandbox removes a sandbox and records what survived it.
+func (e *Engine) closeSandbox(s *sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s.cpu.end()
+	if err := s.sb.Close(ctx); err != nil {
+		e.harnessError(fmt.Errorf("closing sandbox %s: %w", s.sb.ID(), err))
+	}
+	e.trace.unwatch(s)
+	var left []string
+	if tv, ok := s.sb.(runners.TeardownVerifier); ok {
+		var err error
+		if left, err = tv.VerifyTeardown(ctx); err != nil {
+			left = append(left, "teardown check failed: "+err.Error())
+		}
+	}
+	e.mu.Lock()
+	for i := range e.rec.Sandboxes {
+		if e.rec.Sandboxes[i].ID == s.sb.ID() {
+			e.rec.Sandboxes[i].Teardown = left
+		}
+	}
+	e.mu.Unlock()
+	e.emit("sandbox-close", map[string]any{"id": s.sb.ID(), "leftovers": left})
+}
+
+// Close removes every sandbox, the network and the run folder. Safe twice.
+func (e *Engine) Close(ctx context.Context) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	sb := e.shared
+	e.shared = nil
+	e.mu.Unlock()
+	if sb != nil {
+		e.closeSandbox(sb)
+	}
+	if e.net != nil {
+		if err := e.net.Close(ctx); err != nil {
+			e.harnessError(fmt.Errorf("removing harness network: %w", err))
+		}
+		left, err := e.net.Leftovers(ctx)
+		if err != nil {
+			left = append(left, "network teardown check failed: "+err.Error())
+		}
+		e.mu.Lock()
+		e.rec.NetworkLeftovers = left
+		e.mu.Unlock()
+		e.emit("network-close", map[string]any{"leftovers": left})
+	}
+	if e.honey != nil {
+		e.honey.remove(e.log)
+	}
+	e.proc.stop(e.log)
+	e.block.remove(e.log)
+	if e.creds != nil {
+		e.creds.agent.close()
+	}
+	e.trace.close()
+	if e.runDir != "" {
+		if err := os.RemoveAll(e.runDir); err != nil {
+			e.log.Warn("removing run folder", "dir", e.runDir, "err", err)
+		}
+	}
+}
+
+// Finish closes the engine and completes the record (without the verdict).
+func (e *Engine) Finish(ctx context.Context) *evidence.Record {
+	e.Close(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rec.FinishedAt = time.Now().UTC()
+	e.rec.Timing.TotalSeconds = time.Since(e.started).Seconds()
+	e.rec.Errors = append([]string(nil), e.harness...)
+	// Probes that ran side by side finished in any order; the record keeps
+	// the selection's order, so serial and parallel runs read the same.
+	order := map[string]int{}
+	for i, s := range e.cfg.Selected {
+		order[s.ID] = i
+	}
+	slices.SortStableFunc(e.rec.Results, func(a, b evidence.Result) int { return order[a.Probe] - order[b.Probe] })
+	// A run that stopped early (interrupted, or Ginkgo's suite timeout) has
+	// fewer results than probes selected: that is the harness not doing its
+	// job, never a verdict on the probes that happened to run.
+	if ran, want := len(e.rec.Results), len(e.cfg.Selected); want > 0 && ran < want {
+		e.rec.Errors = append(e.rec.Errors, fmt.Sprintf("the run ended before every selected probe ran (%d of %d results): interrupted or timed out", ran, want))
+	}
+	return e.rec
+}
+
+// CloseStream ends the evidence stream and returns the first failure to
+// write it, if any: evidence.jsonl is then incomplete.
+func (e *Engine) CloseStream() error {
+	err := e.stream.Close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.streamErr != nil {
+		return fmt.Errorf("evidence.jsonl: %w", e.streamErr)
+	}
+	if err != nil {
+		return fmt.Errorf("closing evidence.jsonl: %w", err)
+	}
+	return nil
+}
+
+// Emit appends an event to the run's evidence stream.
+func (e *Engine) Emit(typ string, data any) { e.emit(typ, data) }
+
+func deliverProbe(bin, runDir string) (string, error) {
+	src, err := os.Open(bin)
+	if err != nil {
+		return "", fmt.Errorf("probe binary %s: %w (run `make build`)", bin, err)
+	}
+	defer src.Close()
+	dir := filepath.Join(runDir, "probe")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating probe folder: %w", err)
+	}
+	dst, err := os.OpenFile(filepath.Join(dir, runners.ProbeBinary), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o555)
+	if err != nil {
+		return "", fmt.Errorf("copying probe binary: %w", err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return "", fmt.Errorf("copying probe binary: %w", err)
+	}
+	if err := dst.Close(); err != nil {
+		return "", fmt.Errorf("copying probe binary: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, runners.GoAheadDir), 0o755); err != nil {
+		return "", fmt.Errorf("creating go-ahead folder: %w", err)
+	}
+	return dir, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return time.Now().UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b)
+}
+
+func newToken(runID string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "sc" + hex.EncodeToString(b)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s))
+}
+
+func hostInfo() evidence.Host {
+	h := evidence.Host{CgroupVersion: 1}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	h.Hostname, _ = os.Hostname()
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		h.CgroupVersion = 2
+	}
+	return h
+}
+
+// StartedBy names the user running sandcheck, for attribution.
+func StartedBy() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return fmt.Sprintf("uid %d", os.Getuid())
+}
+
+// Target is the target the engine runs against.
+func (e *Engine) Target() *targets.Target { return e.target }

@@ -1,0 +1,61 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sandcheck/sandcheck/engine"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// A parallel run gives what a serial run of the same selection gives:
+// the same outcome per probe, in the same order, and the same grade per
+// criterion.
+func TestParallelMatchesSerial(t *testing.T) {
+	probe := realRunPrereqs(t)
+	run := func(parallel int) *engine.Outcome {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		o, err := engine.Run(ctx, engine.Config{TargetPath: "../fixtures/targets/hardened.yaml", OutDir: t.TempDir(),
+			ProbeBinary: probe, Probes: "[rpt]*.*", Version: "test", NoTrace: true, Parallel: parallel})
+		if err != nil {
+			t.Fatalf("parallel %d: %v", parallel, err)
+		}
+		if len(o.HarnessErrors) > 0 {
+			t.Fatalf("parallel %d: harness errors %v", parallel, o.HarnessErrors)
+		}
+		return o
+	}
+	serial, par := run(1), run(4)
+	sel, err := engine.Select("[rpt]*.*", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[probes.Placement]int{}
+	for _, s := range sel {
+		kinds[s.Sandbox]++
+	}
+	if kinds[probes.Shared] == 0 || kinds[probes.Own] < 2 || kinds[probes.Pair] == 0 || kinds[probes.Sequence] == 0 {
+		t.Fatalf("the selection must hold every placement to test anything: %v", kinds)
+	}
+	if len(serial.Record.Results) != len(sel) || len(par.Record.Results) != len(sel) {
+		t.Fatalf("results: serial %d, parallel %d, selected %d", len(serial.Record.Results), len(par.Record.Results), len(sel))
+	}
+	for i, s := range serial.Record.Results {
+		p := par.Record.Results[i]
+		if s.Probe != p.Probe || s.Outcome != p.Outcome {
+			t.Errorf("result %d: serial %s %s, parallel %s %s (%s)", i, s.Probe, s.Outcome, p.Probe, p.Outcome, p.Detail)
+		}
+	}
+	status := map[string]string{}
+	for _, c := range serial.Record.Verdict.Criteria {
+		status[c.ID] = string(c.Status)
+	}
+	for _, c := range par.Record.Verdict.Criteria {
+		if status[c.ID] != string(c.Status) {
+			t.Errorf("criterion %s: serial %s, parallel %s", c.ID, status[c.ID], c.Status)
+		}
+	}
+	t.Logf("serial %.1fs, parallel %.1fs (%d probes: %v)", serial.Record.Timing.TotalSeconds, par.Record.Timing.TotalSeconds, len(sel), kinds)
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/reports"
+)
+
+// DefaultFormats are the reports a run writes unless told otherwise.
+var DefaultFormats = []string{"json", "junit", "markdown", "sarif", "html"}
+
+// ErrHarness marks runs in which the harness could not do its job.
+var ErrHarness = errors.New("harness error")
+
+// Outcome is what a finished run leaves: the graded record and where the
+// reports went.
+type Outcome struct {
+	Record  *evidence.Record
+	Reports []string
+	// HarnessErrors are failures of the harness itself (exit code 2).
+	HarnessErrors []string
+}
+
+// Progress is told of each result as its probe finishes: done of total
+// probes have results, elapsed since the run began.
+type Progress func(done, total int, res evidence.Result, elapsed time.Duration)
+
+// Run is one way through: plan (select the probes), start (the run's folder,
+// canaries, network and runner), probe (each selected probe in the
+// sandboxes its placement asks for), observe (host evidence joined to each
+// result), grade (the release policy) and report. The returned error is a
+// harness failure before or after the probes ran; a probe's own harness
+// trouble is in Outcome.HarnessErrors.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	sel, err := Select(cfg.Probes, cfg.LabelFilter)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.OutDir, err = filepath.Abs(cfg.OutDir); err != nil {
+		return nil, fmt.Errorf("output folder: %w", err)
+	}
+	if err := CheckFormats(cfg.Formats); err != nil {
+		return nil, err
+	}
+	cfg.Selected = sel
+	e, err := New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the run: %w", err)
+	}
+	e.probeAll(ctx, sel)
+	return e.Conclude(context.WithoutCancel(ctx))
+}
+
+// probeAll carries out the selected probes, each bounded by its own
+// timeout, until ctx ends. With Parallel above 1 the probes that share the
+// run's one sandbox go one after another in a lane of their own (as in a
+// serial run, so they never meet in that sandbox), while the probes with
+// sandboxes of their own (own, sequence, pair) run up to Parallel at once;
+// the probes that push a limit the host measures run last, alone
+// (runsAlone).
+func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
+	var (
+		mu   sync.Mutex
+		done int
+	)
+	one := func(spec probes.Spec) {
+		if ctx.Err() != nil {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, SpecTimeout(spec))
+		res := e.Probe(pctx, spec)
+		cancel()
+		mu.Lock()
+		done++
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(done, len(sel), res, time.Since(e.started))
+		}
+		mu.Unlock()
+	}
+	if e.cfg.Parallel <= 1 {
+		for _, spec := range sel {
+			one(spec)
+		}
+		return
+	}
+	var shared, own, alone []probes.Spec
+	for _, spec := range sel {
+		switch {
+		case runsAlone(spec):
+			alone = append(alone, spec)
+		case spec.Sandbox == probes.Shared:
+			shared = append(shared, spec)
+		default:
+			own = append(own, spec)
+		}
+	}
+	// Last, one at a time with nothing beside them, the probes that drive
+	// their sandbox to a limit the host measures.
+	defer func() {
+		for _, spec := range alone {
+			one(spec)
+		}
+	}()
+	// The longest-bounded first, so a slow probe never starts last and
+	// holds the run alone at its end.
+	slices.SortStableFunc(own, func(a, b probes.Spec) int { return cmp.Compare(b.Timeout, a.Timeout) })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, spec := range shared {
+			one(spec)
+		}
+	}()
+	work := make(chan probes.Spec)
+	for range min(e.cfg.Parallel, max(len(own), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for spec := range work {
+				one(spec)
+			}
+		}()
+	}
+	for _, spec := range own {
+		work <- spec
+	}
+	close(work)
+	wg.Wait()
+}
+
+// runsAlone reports whether a probe drives its sandbox to a limit the host
+// measures (the OOM killer at the memory or pids limit, the CPU budget's
+// watchdog): other sandboxes competing for the CPU would change when, or
+// whether, it gets there (under gVisor a busy CPU makes the guest count
+// more CPU time than the host's cgroup does), so it never shares the
+// machine with another probe.
+func runsAlone(s probes.Spec) bool {
+	return s.Sandbox == probes.Own && (slices.Contains(s.Host, "runtime:oom") || slices.Contains(s.Host, "cpu-budget"))
+}
+
+// Conclude closes the engine, grades the record with the release policy and
+// writes run.json and the reports. The verdict comes from Rego, never from
+// Go. run.json is written whatever else failed (without a verdict when
+// grading failed); any failure to write the evidence stream, run.json or a
+// report is returned: the run's evidence is incomplete.
+func (e *Engine) Conclude(ctx context.Context) (*Outcome, error) {
+	rec := e.Finish(ctx)
+	o := &Outcome{Record: rec, HarnessErrors: rec.Errors}
+	rec.Tool.PolicyVersion = e.grader.Version()
+	var errs []error
+	if v, err := e.grader.Grade(ctx, rec); err != nil {
+		errs = append(errs, fmt.Errorf("grading: %w", err))
+	} else {
+		rec.Verdict = v
+		e.Emit("verdict", v)
+	}
+	if err := e.CloseStream(); err != nil {
+		errs = append(errs, fmt.Errorf("writing evidence: %w", err))
+	}
+	var err error
+	if o.Reports, err = reports.WriteAll(e.cfg.OutDir, rec, withRecord(e.cfg.Formats)); err != nil {
+		errs = append(errs, err)
+	}
+	return o, errors.Join(errs...)
+}
+
+// withRecord is the formats to write, run.json first whatever was asked:
+// the record is always kept.
+func withRecord(formats []string) []string {
+	if len(formats) == 0 {
+		formats = DefaultFormats
+	}
+	out := []string{"json"}
+	for _, f := range formats {
+		if f != "json" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// CheckFormats refuses report formats no writer knows, before a run starts.
+func CheckFormats(formats []string) error {
+	known := reports.Formats()
+	for _, f := range formats {
+		if !slices.Contains(known, f) {
+			return fmt.Errorf("--format %q: unknown report format (known: %s)", f, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// SpecTimeout bounds one probe: its own timeout, plus its sandbox starts.
+func SpecTimeout(s probes.Spec) time.Duration {
+	starts := map[probes.Placement]int{probes.Shared: 1, probes.Own: 1, probes.Sequence: 2, probes.Pair: 2}[s.Sandbox]
+	return s.Timeout.D() + time.Duration(starts)*90*time.Second
+}

@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/tracer"
+)
+
+// runTrace is the run's use of the tracer. Per-probe attribution is by
+// process tree: each probe is one `docker exec` whose process enters the
+// sandbox with the probe's one-time token in its argv, and the tracer keeps
+// that process and its children as one tree. gVisor's workload never shows
+// up as host processes, so under runsc only the sandbox's host surface (the
+// sentry's syscalls) is reported, not per-probe counts.
+type runTrace struct {
+	log     *slog.Logger
+	t       *tracer.Tracer
+	rec     *evidence.Tracer
+	mu      sync.Mutex
+	watches map[string]*tracer.Watch // by sandbox ID
+	// closed keeps the final report of each closed watch, by sandbox ID: a
+	// task sandbox is gone before its probes' results are filled in.
+	closed  map[string]*tracer.Report
+	surface map[string]bool
+}
+
+// openTrace loads the tracer unless the run's Config turned it off
+// (Config.NoTrace); a tracer that cannot load leaves the run untraced, saying
+// why.
+func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
+	rt := &runTrace{log: log, watches: map[string]*tracer.Watch{}, closed: map[string]*tracer.Report{}, surface: map[string]bool{},
+		rec: &evidence.Tracer{Status: evidence.TracerOn, Runtime: rec.Runtime, HostSyscalls: []string{}}}
+	rec.Tracer = rt.rec
+	if !on {
+		rt.rec.Status, rt.rec.Reason = evidence.TracerOff, "turned off (--trace=false)"
+		return rt
+	}
+	t, err := tracer.New(tracer.Options{Logger: log})
+	if err != nil {
+		rt.rec.Status, rt.rec.Reason = evidence.TracerUnavailable, err.Error()
+		log.Warn("tracer: unavailable", "reason", err)
+		return rt
+	}
+	rt.t = t
+	return rt
+}
+
+// watch starts watching a sandbox by its init's pid namespace (or, for
+// gVisor's sentry, which shares the host's, its process tree). A task
+// sandbox's first process ran before the watch: its tracing is partial.
+func (rt *runTrace) watch(ctx context.Context, s *sandbox, task bool) {
+	if rt == nil || rt.t == nil {
+		return
+	}
+	pid, err := initPID(ctx, s.sb)
+	if err == nil {
+		var w *tracer.Watch
+		if w, err = rt.t.Watch(pid, tracer.WatchOptions{Partial: task, Tree: true}); err == nil {
+			rt.mu.Lock()
+			rt.watches[s.sb.ID()] = w
+			if task {
+				rt.rec.Status = evidence.TracerPartial
+				rt.rec.Reason = "task launch mode: each task starts with its sandbox, before the tracer can watch it"
+			}
+			rt.mu.Unlock()
+			return
+		}
+	}
+	rt.log.Warn("tracer: cannot watch sandbox", "sandbox", s.sb.ID(), "err", err)
+	rt.mu.Lock()
+	rt.rec.Status, rt.rec.Reason = evidence.TracerPartial, fmt.Sprintf("sandbox %s unwatched: %v", s.sb.ID(), err)
+	rt.mu.Unlock()
+}
+
+// initPID is the sandbox init's host pid, as its runner names it.
+func initPID(ctx context.Context, sb runners.Sandbox) (int, error) {
+	hp, ok := sb.(runners.HostPIDer)
+	if !ok {
+		return 0, fmt.Errorf("sandbox %s: its runner cannot name its host pid", sb.ID())
+	}
+	return hp.HostPID(ctx)
+}
+
+// unwatch ends a sandbox's watch and adds its counts to the record.
+func (rt *runTrace) unwatch(s *sandbox) {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	w := rt.watches[s.sb.ID()]
+	delete(rt.watches, s.sb.ID())
+	rt.mu.Unlock()
+	if w == nil {
+		return
+	}
+	rep, err := w.Close()
+	if err != nil || rep == nil {
+		rt.log.Warn("tracer: closing a watch", "sandbox", s.sb.ID(), "err", err)
+		return
+	}
+	ts := evidence.TracedSandbox{ID: s.sb.ID(), Scope: rep.Scope, Partial: rep.Partial, Syscalls: map[string]evidence.SyscallCount{}}
+	for name, c := range rep.Syscalls() {
+		ts.Syscalls[name] = evidence.SyscallCount(c)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.closed[s.sb.ID()] = rep
+	rt.rec.Sandboxes = append(rt.rec.Sandboxes, ts)
+	for name := range ts.Syscalls {
+		rt.surface[name] = true
+	}
+	rt.rec.HostSyscalls = slices.Sorted(maps.Keys(rt.surface))
+}
+
+// close unloads the tracer and records what it lost.
+func (rt *runTrace) close() {
+	if rt == nil || rt.t == nil {
+		return
+	}
+	if l, err := rt.t.Lost(); err == nil {
+		rt.rec.Lost = map[string]uint64{"events": l.Events, "tasks": l.Tasks, "counts": l.Counts, "capped": l.Capped}
+		if l.Any() && rt.rec.Status == evidence.TracerOn {
+			rt.rec.Status, rt.rec.Reason = evidence.TracerPartial, "the tracer lost events (see lost)"
+		}
+	}
+	if err := rt.t.Close(); err != nil {
+		rt.log.Warn("tracer: unloading", "err", err)
+	}
+	rt.t = nil
+}
+
+// tracedProbe says whether the tracer has something to say about a probe.
+func tracedProbe(spec probes.Spec) bool {
+	return strings.HasPrefix(spec.ID, "syscalls.") || strings.HasPrefix(spec.ID, "egress.") ||
+		strings.HasPrefix(spec.ID, "privilege.") || strings.HasPrefix(spec.ID, "host.")
+}
+
+// evidence joins what the kernel saw of one probe's process tree.
+func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canaries []string) []evidence.Item {
+	if rt == nil || !tracedProbe(spec) {
+		return nil
+	}
+	item := func(kind, summary string, ind probes.Outcome) evidence.Item {
+		return evidence.Item{Source: evidence.SourceTracer, Kind: kind, Summary: summary, Indicates: ind}
+	}
+	if rt.t == nil {
+		return []evidence.Item{item("tracer-unavailable", fmt.Sprintf("tracer: %s (%s)", rt.rec.Status, rt.rec.Reason), "")}
+	}
+	rt.mu.Lock()
+	w, rep := rt.watches[s.sb.ID()], rt.closed[s.sb.ID()]
+	rt.mu.Unlock()
+	if w == nil && rep == nil {
+		return []evidence.Item{item("tracer-unwatched", "tracer: the sandbox was not watched", "")}
+	}
+	if w != nil {
+		var err error
+		if rep, err = w.Report(); err != nil {
+			return []evidence.Item{item("tracer-error", "tracer: "+err.Error(), "")}
+		}
+	}
+	tree := rep.TreeWithArg(token)
+	if tree == nil {
+		msg := "tracer: no process of this probe entered the sandbox as a host process"
+		if rep.Scope == tracer.ScopeTree {
+			msg += " (gVisor: the host sees the sentry, not the probe; see the run's host surface)"
+		}
+		return []evidence.Item{item("tracer-no-process", msg, "")}
+	}
+	return treeEvidence(spec, tree, rep, canaries)
+}
+
+// treeEvidence turns a probe's process tree into evidence items.
+func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canaries []string) []evidence.Item {
+	var items []evidence.Item
+	var total, denied uint64
+	for _, c := range tree.Syscalls {
+		total, denied = total+c.Calls, denied+c.Denied()
+	}
+	sum := evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-syscalls",
+		Summary: fmt.Sprintf("the kernel saw %d syscalls (%d distinct) from the probe's processes, %d refused (EPERM/EACCES/ENOSYS)", total, len(tree.Syscalls), denied)}
+	if rep.Partial {
+		sum.Summary += "; partial: the probe ran before the tracer watched it"
+	}
+	if rep.Lost.Any() {
+		sum.Summary += fmt.Sprintf("; incomplete: lost %+v", rep.Lost)
+	}
+	items = append(items, sum)
+	if name, ok := strings.CutPrefix(spec.ID, "syscalls."); ok {
+		name = strings.ReplaceAll(name, "-", "_")
+		c := tree.Syscalls[name]
+		it := evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-syscall",
+			Data: map[string]string{"syscall": name, "calls": fmt.Sprint(c.Calls), "ok": fmt.Sprint(c.OK),
+				"eperm": fmt.Sprint(c.EPERM), "eacces": fmt.Sprint(c.EACCES), "enosys": fmt.Sprint(c.ENOSYS), "other_errors": fmt.Sprint(c.OtherErr)}}
+		switch {
+		case c.Calls == 0:
+			it.Summary = fmt.Sprintf("the kernel saw no %s call from the probe", name)
+		case c.Reached() > 0 && c.Denied() > 0:
+			// An argument-dependent filter (Docker's allows personality
+			// queries, for one): the tracer cannot tell which call the
+			// probe's verdict is about, so it only informs.
+			it.Summary = fmt.Sprintf("the kernel refused %s %d time(s) and let it reach its code %d time(s) (argument-dependent filtering)", name, c.Denied(), c.Reached())
+		case c.Reached() > 0:
+			it.Summary = fmt.Sprintf("the kernel saw %s reach its code %d time(s) and refuse it never (%d succeeded, %d failed past the permission check)", name, c.Reached(), c.OK, c.OtherErr)
+			it.Indicates = probes.Escaped
+		default:
+			it.Summary = fmt.Sprintf("the kernel refused %s %d time(s) (EPERM %d, EACCES %d, ENOSYS %d)", name, c.Denied(), c.EPERM, c.EACCES, c.ENOSYS)
+			it.Indicates = probes.Blocked
+		}
+		items = append(items, it)
+	}
+	var notable []string
+	for _, ev := range tree.Events {
+		if ev.Kind != tracer.KindSyscall {
+			continue
+		}
+		if ev.Addr != nil && ev.Addr.Addr.IsValid() && !slices.Contains(canaries, ev.Addr.Addr.String()) && !ev.Addr.Addr.IsLoopback() {
+			items = append(items, evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-connect",
+				Summary: fmt.Sprintf("the kernel saw %s to %s, a non-canary address (result %s)", ev.Syscall, ev.Addr, result(ev)),
+				Data:    map[string]string{"syscall": ev.Syscall, "family": ev.Addr.Family, "address": ev.Addr.String(), "result": result(ev)}})
+			continue
+		}
+		if len(notable) < 10 && ev.Addr == nil {
+			notable = append(notable, strings.TrimSpace(fmt.Sprintf("%s %s = %s", ev.Syscall, ev.Path, result(ev))))
+		}
+	}
+	if len(notable) > 0 {
+		items = append(items, evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-events",
+			Summary: "privileged calls and sensitive opens: " + strings.Join(notable, "; ")})
+	}
+	return items
+}
+
+func result(ev tracer.Event) string {
+	if ev.Errno != "" {
+		return ev.Errno
+	}
+	return fmt.Sprint(ev.Ret)
+}
+
+// canaryIPs are the harness's own addresses: connections there are expected.
+func (e *Engine) canaryIPs() []string {
+	if e.net == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range e.net.Owned() {
+		out = append(out, a.String())
+	}
+	return out
+}

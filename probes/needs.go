@@ -1,0 +1,64 @@
+package probes
+
+import (
+	"slices"
+	"strings"
+)
+
+// Needs is the closed vocabulary of runner capabilities a probe may need
+// (the words of runners.Capabilities).
+var Needs = []string{"network", "inspect", "task-launch", "host-pid", "cpu-meter", "residue"}
+
+// hostKinds is the closed vocabulary of host-side evidence: every kind an
+// observer of the engine produces, with the runner capability the observer
+// relies on ("" when it needs none beyond the harness itself). A catalog
+// entry naming any other kind fails to load.
+var hostKinds = map[string]string{
+	"agent-socket": "", "block-canary": "", "canary-process": "", "cpu-budget": "cpu-meter",
+	"environ-holder": "", "honeyfile": "", "honeytoken": "",
+	"inputs:intact": "", "inputs:read": "", "output:release": "", "output:workload": "",
+	"canary:broker": "", "canary:dns": "", "canary:kube-api": "", "canary:metadata": "",
+	"canary:proxy": "", "canary:sink": "",
+	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "",
+	"runtime:host-cgroup": "", "runtime:host-kernel": "", "runtime:hostname": "", "runtime:labels": "",
+	"runtime:masked-paths": "", "runtime:memory-limit": "", "runtime:mounts": "",
+	"runtime:no-new-privileges": "", "runtime:oom": "", "runtime:pid": "", "runtime:pids-limit": "",
+	"runtime:read-only-rootfs": "", "runtime:runtime-class": "", "runtime:seccomp": "", "runtime:user": "",
+	"teardown:cgroups": "residue", "teardown:container": "residue", "teardown:mounts": "residue",
+	"teardown:network": "residue", "teardown:processes": "residue", "teardown:scratch": "residue",
+}
+
+// KnownHostKind reports whether kind is in the host-evidence vocabulary.
+func KnownHostKind(kind string) bool {
+	_, ok := hostKinds[kind]
+	return ok
+}
+
+// HostKinds lists the host-evidence vocabulary, sorted.
+func HostKinds() []string {
+	out := make([]string, 0, len(hostKinds))
+	for k := range hostKinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Requires is everything the probe needs of a runner: its declared needs
+// and those its host evidence implies, sorted, without repeats.
+func (s Spec) Requires() []string {
+	out := slices.Clone(s.Needs)
+	for _, h := range s.Host {
+		if n := hostKinds[h]; n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// NotTestedReason says why a runner that lacks the given needs cannot carry
+// out a probe.
+func NotTestedReason(runner string, missing []string) string {
+	return "runner " + runner + " lacks what the probe needs: " + strings.Join(missing, ", ")
+}
