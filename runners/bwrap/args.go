@@ -1,12 +1,16 @@
 package bwrap
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
@@ -137,22 +141,22 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	for _, t := range cfg.Tmpfs {
 		n, err := targets.ParseSize(t.Size)
 		if err != nil {
+			closeAll(extra)
+			infoR.Close()
 			return nil, nil, err
 		}
 		a = append(a, "--size", strconv.FormatInt(n, 10), "--tmpfs", t.Path)
 	}
-	for _, m := range cfg.Binds {
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			return nil, nil, fmt.Errorf("bind source %q is not absolute (resolve it against the target file)", src)
-		}
+	// Binds come from the host mounts mountBinds made under the state
+	// folder, which the host user can reach.
+	for i, m := range sb.binds {
 		flag := "--bind"
 		if m.ReadOnly {
 			flag = "--ro-bind"
 		}
-		a = append(a, flag, src, m.Target)
+		a = append(a, flag, sb.bindPath(i), m.Target)
 	}
-	a = append(a, "--ro-bind", sb.spec.ProbeDir, runners.ProbeMount, "--info-fd", strconv.Itoa(fdInfo))
+	a = append(a, "--info-fd", strconv.Itoa(fdInfo))
 	a = append(a, "--")
 	a = append(a, argv...)
 
@@ -197,6 +201,85 @@ func (sb *Sandbox) common() []string {
 		a = append(a, "--setenv", k, v)
 	}
 	return append(a, "--chdir", "/")
+}
+
+// mountBinds bind-mounts each bind source (the target's, then the probe
+// folder) onto a folder of the state folder, as root on the host: an
+// unprivileged bwrap could not reach a source under a folder only root may
+// enter (the run's own folder), and bwrap resolves even a file descriptor
+// by its path. The mounts are private (nothing propagates to or from them)
+// and teardown unmounts them before removing the state folder.
+func (sb *Sandbox) mountBinds() error {
+	sb.binds = append(slices.Clone(sb.r.cfg.Binds), targets.Mount{Source: sb.spec.ProbeDir, Target: runners.ProbeMount, ReadOnly: true})
+	for i, m := range sb.binds {
+		if !filepath.IsAbs(m.Source) {
+			return fmt.Errorf("bind source %q is not absolute (resolve it against the target file)", m.Source)
+		}
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return fmt.Errorf("bind source: %w", err)
+		}
+		dst := sb.bindPath(i)
+		if fi.IsDir() {
+			err = os.MkdirAll(dst, 0o755)
+		} else {
+			err = os.WriteFile(dst, nil, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("making the mount point of %s: %w", m.Source, err)
+		}
+		if err := unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s: %w", m.Source, err)
+		}
+		sb.mounted = append(sb.mounted, dst)
+		if err := unix.Mount("", dst, "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("making the bind of %s private: %w", m.Source, err)
+		}
+	}
+	return nil
+}
+
+// bindPath is where bind i is mounted under the state folder.
+func (sb *Sandbox) bindPath(i int) string {
+	return filepath.Join(sb.state, "binds", strconv.Itoa(i))
+}
+
+// unmountBinds detaches the bind mounts, in reverse order; it reports a
+// mount it could not detach (the state folder must then stay).
+func (sb *Sandbox) unmountBinds() error {
+	var errs []error
+	for i := len(sb.mounted) - 1; i >= 0; i-- {
+		if err := unix.Unmount(sb.mounted[i], unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", sb.mounted[i], err))
+			continue
+		}
+		sb.mounted = slices.Delete(sb.mounted, i, i+1)
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists mounts of this mount namespace at or under dir.
+func mountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("reading mountinfo: %w", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 func capName(c string) string {

@@ -88,6 +88,7 @@ type Runner struct {
 	uid, gid int // inside the sandbox
 	log      *slog.Logger
 	docker   client.NetworkAPIClient
+	lazyDocker
 }
 
 // Option configures a Runner.
@@ -201,10 +202,13 @@ func keptCaps(cfg targets.Bwrap) []string {
 // Name identifies the backend.
 func (r *Runner) Name() string { return "bwrap" }
 
-// Capabilities of bwrap sandboxes: a harness network when the target asks
-// for one, the runner's own host view (Inspect), the probe bound read-only.
+// Capabilities of bwrap sandboxes: they can be put on the harness network
+// (when the target says so), the host views them (Inspect, HostPID,
+// CPUMeter through the cgroup), the probe is bound read-only, and a task
+// can be a sandbox's first process. No ResidueFinder: the residue probes
+// are not tested.
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: r.cfg.Network == "harness", Inspect: true, ProbeDelivery: true}
+	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true, TaskLaunch: true, HostPID: true, CPUMeter: true}
 }
 
 // Sandbox is one running bwrap sandbox.
@@ -218,6 +222,8 @@ type Sandbox struct {
 	ns       *netharness.Namespace
 	first    *process.Proc
 	childPID int // the sandbox's first process inside its namespaces (bwrap --info-fd)
+	binds    []targets.Mount // the target's binds and the probe folder
+	mounted  []string        // host bind mounts under state, to undo
 	log      *slog.Logger
 
 	mu       sync.Mutex
@@ -262,11 +268,18 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if err := sb.writeState(); err != nil {
 		return sb, err
 	}
+	if err := sb.mountBinds(); err != nil {
+		return sb, err
+	}
 	if sb.cg, err = process.NewCgroup(sb.id, r.cfg.Limits); err != nil {
 		return sb, err
 	}
 	if r.cfg.Network == "harness" {
-		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, r.docker); err != nil {
+		docker, err := r.dockerClient()
+		if err != nil {
+			return sb, err
+		}
+		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, docker); err != nil {
 			return sb, err
 		}
 	}
@@ -460,8 +473,19 @@ func (sb *Sandbox) teardown() error {
 		errs = append(errs, sb.ns.Close())
 	}
 	if sb.state != "" {
-		if err := os.RemoveAll(sb.state); err != nil {
-			errs = append(errs, fmt.Errorf("removing %s: %w", sb.state, err))
+		// Never remove through a mount: the state folder goes only once
+		// nothing is mounted under it.
+		uerr := sb.unmountBinds()
+		left, merr := mountsUnder(sb.state)
+		switch {
+		case uerr != nil || merr != nil:
+			errs = append(errs, uerr, merr)
+		case len(left) > 0:
+			errs = append(errs, fmt.Errorf("mounts remain under %s: %v; leaving it", sb.state, left))
+		default:
+			if err := os.RemoveAll(sb.state); err != nil {
+				errs = append(errs, fmt.Errorf("removing %s: %w", sb.state, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -477,6 +501,13 @@ func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("verifying teardown of %s: the sandbox was not closed", sb.id)
 	}
 	left := sb.cg.Leftovers()
+	mnts, err := mountsUnder(sb.state)
+	if err != nil {
+		return left, err
+	}
+	for _, m := range mnts {
+		left = append(left, "mount "+m+" still exists")
+	}
 	if _, err := os.Stat(sb.state); err == nil {
 		left = append(left, "state folder "+sb.state+" still exists")
 	}

@@ -55,6 +55,7 @@ type Runner struct {
 	cfg    targets.Process
 	log    *slog.Logger
 	docker client.NetworkAPIClient
+	lazyDocker
 }
 
 // Option configures a Runner.
@@ -88,10 +89,13 @@ func New(cfg targets.Process, opts ...Option) (*Runner, error) {
 // Name identifies the backend.
 func (r *Runner) Name() string { return "process" }
 
-// Capabilities: a harness network when the target asks for one; no host
-// view beyond the cgroup; the probe folder is not read-only to the process.
+// Capabilities: a process can be put on the harness network (when the
+// target says so), a task can be its first process, the host names its pid
+// and meters its CPU through the cgroup. No runtime view (Inspect) and no
+// read-only probe folder: there is no runtime, and the process can write
+// the folder.
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: r.cfg.Network == "harness"}
+	return runners.Capabilities{Network: true, TaskLaunch: true, HostPID: true, CPUMeter: true}
 }
 
 // Sandbox is one process sandbox: its first process, its cgroup and its
@@ -136,7 +140,13 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if sb.cg, err = NewCgroup(sb.id, r.cfg.Limits); err != nil {
 		return sb, err
 	}
-	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, r.docker); err != nil {
+	var docker client.NetworkAPIClient
+	if r.cfg.Network == "harness" {
+		if docker, err = r.NetworkAPI(ctx); err != nil {
+			return sb, err
+		}
+	}
+	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, docker); err != nil {
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
@@ -368,4 +378,19 @@ func CopyFile(src, dst string) error {
 		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}
 	return out.Close()
+}
+
+// Spawn starts argv as another process of the sandbox with env added and
+// returns without waiting for it. Every process of this runner is the
+// host's root, whatever user is asked for.
+func (sb *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("spawn: empty command")
+	}
+	cmd := sb.command(argv)
+	cmd.Env = append(cmd.Env, env...)
+	if _, err := StartProc(cmd); err != nil {
+		return fmt.Errorf("spawn of %s: %w", argv[0], err)
+	}
+	return nil
 }

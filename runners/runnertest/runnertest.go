@@ -96,10 +96,19 @@ func (s *suite) spec(t *testing.T) (runners.SandboxSpec, string) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	mark := hex.EncodeToString(b[:])
+	// A probe folder of its own (the binary hard-linked), so that a check
+	// for mounts naming it sees this sandbox's alone.
+	dir := filepath.Join(s.probe, mark)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(s.probe, runners.ProbeBinary), filepath.Join(dir, runners.ProbeBinary)); err != nil {
+		t.Fatal(err)
+	}
 	return runners.SandboxSpec{
 		Name:         "conformance-" + mark[:8],
 		Labels:       map[string]string{"sandcheck.conformance": mark},
-		ProbeDir:     s.probe,
+		ProbeDir:     dir,
 		DNS:          []string{"127.0.0.11"},
 		Env:          map[string]string{Marker: mark},
 		StartTimeout: startTimeout,
