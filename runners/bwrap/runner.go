@@ -221,7 +221,7 @@ type Sandbox struct {
 	cg       *process.Cgroup
 	ns       *netharness.Namespace
 	first    *process.Proc
-	childPID int // the sandbox's first process inside its namespaces (bwrap --info-fd)
+	childPID int             // the sandbox's first process inside its namespaces (bwrap --info-fd)
 	binds    []targets.Mount // the target's binds and the probe folder
 	mounted  []string        // host bind mounts under state, to undo
 	log      *slog.Logger
