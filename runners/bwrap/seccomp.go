@@ -26,10 +26,15 @@ const maxProfile = 4 << 20
 // the raw BPF program bwrap --seccomp loads, for a sandbox keeping the
 // capabilities caps (names with the CAP_ prefix): rules are included or
 // excluded by capability, architecture and kernel version as Docker does.
-// The compiler is github.com/elastic/go-seccomp-bpf (pure Go, no cgo).
-// Syscall names the compiler's table does not know are left out, as
-// libseccomp leaves out names unknown to it; such a syscall then gets the
-// default action.
+// The program is laid out here, one block per rule and syscall, with
+// golang.org/x/net/bpf; the syscall table is github.com/elastic/go-seccomp-bpf's
+// (pure Go, no cgo). Its own assembler is not used: it does not reload the
+// syscall number after an argument check, so a rule after a failed argument
+// check compares an argument with syscall numbers (socket(AF_NETLINK) was
+// refused under Docker's default profile). Syscall names the table does not
+// know are left out, as libseccomp leaves out names unknown to it; such a
+// syscall then gets the default action, as do other architectures' calls
+// and the x32 ABI.
 func CompileProfile(path string, caps []string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -59,19 +64,28 @@ func compile(p *profile.Seccomp, caps []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if info.Name != "x86_64" {
+		return nil, fmt.Errorf("compiling for %s: only x86_64 is supported", info.Name)
+	}
 	def, err := action(p.DefaultAction, p.DefaultErrnoRet)
 	if err != nil {
 		return nil, fmt.Errorf("default action: %w", err)
-	}
-	if def != seccompbpf.ActionErrno && def != seccompbpf.ActionAllow && def != seccompbpf.ActionKillProcess && def != seccompbpf.ActionKillThread {
-		return nil, fmt.Errorf("default action %s with errno %v: only EPERM is supported", p.DefaultAction, p.DefaultErrnoRet)
 	}
 	kernel, err := kernelVersion()
 	if err != nil {
 		return nil, err
 	}
 	goArch := archName(info.Name)
-	policy := seccompbpf.Policy{DefaultAction: def}
+	prog := []bpf.Instruction{
+		// Another architecture's calling convention (i386 through int 0x80)
+		// gets the default action; so does the x32 ABI.
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArchX8664, SkipTrue: 1},
+		bpf.RetConstant{Val: uint32(def)},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+		bpf.RetConstant{Val: uint32(def)},
+	}
 	for i, s := range p.Syscalls {
 		if !applies(s, caps, goArch, kernel) {
 			continue
@@ -80,34 +94,27 @@ func compile(p *profile.Seccomp, caps []string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i, err)
 		}
-		g := seccompbpf.SyscallGroup{Action: act}
 		names := s.Names
 		if s.Name != "" {
 			names = append(names, s.Name)
 		}
 		for _, n := range names {
-			if _, ok := info.SyscallNames[n]; !ok {
+			nr, ok := info.SyscallNames[n]
+			if !ok {
 				continue
 			}
-			if len(s.Args) == 0 {
-				g.Names = append(g.Names, n)
-				continue
-			}
-			conds, err := conditions(s.Args)
+			block, err := ruleBlock(uint32(nr), s.Args, uint32(act))
 			if err != nil {
 				return nil, fmt.Errorf("rule %d (%s): %w", i, n, err)
 			}
-			g.NamesWithCondtions = append(g.NamesWithCondtions, seccompbpf.NameWithConditions{Name: n, Conditions: conds})
-		}
-		if len(g.Names)+len(g.NamesWithCondtions) > 0 {
-			policy.Syscalls = append(policy.Syscalls, g)
+			prog = append(prog, block...)
 		}
 	}
-	insts, err := policy.Assemble()
-	if err != nil {
-		return nil, err
+	prog = append(prog, bpf.RetConstant{Val: uint32(def)})
+	if len(prog) > maxInstructions {
+		return nil, fmt.Errorf("the program has %d instructions, more than the kernel's %d", len(prog), maxInstructions)
 	}
-	rawInsts, err := bpf.Assemble(insts)
+	rawInsts, err := bpf.Assemble(prog)
 	if err != nil {
 		return nil, fmt.Errorf("assembling BPF: %w", err)
 	}
@@ -122,16 +129,156 @@ func compile(p *profile.Seccomp, caps []string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Offsets in struct seccomp_data (little-endian x86_64) and constants.
+const (
+	offNr           = 0
+	offArch         = 4
+	offArgs         = 16
+	auditArchX8664  = 0xc000003e
+	x32Bit          = 0x40000000
+	maxInstructions = 4096
+)
+
+// Jump targets while a rule block is built: the next instruction, the end
+// of the current argument check (it holds), the end of the block (the rule
+// does not match).
+const (
+	tNext = iota
+	tCondEnd
+	tFail
+)
+
+// jump is a conditional jump whose targets are resolved once the block is
+// laid out.
+type jump struct {
+	cond bpf.JumpTest
+	val  uint32
+	t, f int
+}
+
+// ruleBlock is the code of one rule for one syscall: it reloads the
+// syscall number (every block starts from the same state, whatever the
+// previous one loaded), checks every argument condition (all must hold,
+// on the full 64 bits) and returns the action; a failed check skips to the
+// next block.
+func ruleBlock(nr uint32, args []specs.LinuxSeccompArg, act uint32) ([]bpf.Instruction, error) {
+	items := []any{bpf.LoadAbsolute{Off: offNr, Size: 4}, jump{bpf.JumpEqual, nr, tNext, tFail}}
+	var condEnds []int // index (in items) where each condition ends
+	for _, a := range args {
+		code, err := condition(a)
+		if err != nil {
+			return nil, err
+		}
+		start := len(items)
+		items = append(items, code...)
+		condEnds = append(condEnds, len(items))
+		// Remember the condition's end in each of its jumps.
+		for i := start; i < len(items); i++ {
+			if j, ok := items[i].(jump); ok {
+				items[i] = condJump{jump: j, end: len(items)}
+			}
+		}
+	}
+	items = append(items, bpf.RetConstant{Val: act})
+	blockEnd := len(items)
+	out := make([]bpf.Instruction, len(items))
+	for i, it := range items {
+		var j jump
+		end := blockEnd
+		switch v := it.(type) {
+		case bpf.Instruction:
+			out[i] = v
+			continue
+		case jump:
+			j = v
+		case condJump:
+			j, end = v.jump, v.end
+		}
+		skip := func(t int) (uint8, error) {
+			var to int
+			switch t {
+			case tNext:
+				to = i + 1
+			case tCondEnd:
+				to = end
+			case tFail:
+				to = blockEnd
+			}
+			n := to - i - 1
+			if n < 0 || n > 255 {
+				return 0, fmt.Errorf("jump of %d instructions", n)
+			}
+			return uint8(n), nil
+		}
+		st, err := skip(j.t)
+		if err != nil {
+			return nil, err
+		}
+		sf, err := skip(j.f)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = bpf.JumpIf{Cond: j.cond, Val: j.val, SkipTrue: st, SkipFalse: sf}
+	}
+	return out, nil
+}
+
+// condJump is a jump inside an argument check, with the check's end.
+type condJump struct {
+	jump
+	end int
+}
+
+// condition is the code of one argument check, on the argument's high
+// and low 32 bits.
+func condition(a specs.LinuxSeccompArg) ([]any, error) {
+	if a.Index > 5 {
+		return nil, fmt.Errorf("argument %d does not exist", a.Index)
+	}
+	lo := bpf.LoadAbsolute{Off: offArgs + 8*uint32(a.Index), Size: 4}
+	hi := bpf.LoadAbsolute{Off: offArgs + 8*uint32(a.Index) + 4, Size: 4}
+	vhi, vlo := uint32(a.Value>>32), uint32(a.Value)
+	switch a.Op {
+	case specs.OpEqualTo:
+		return []any{hi, jump{bpf.JumpEqual, vhi, tNext, tFail}, lo, jump{bpf.JumpEqual, vlo, tNext, tFail}}, nil
+	case specs.OpNotEqual:
+		return []any{hi, jump{bpf.JumpEqual, vhi, tNext, tCondEnd}, lo, jump{bpf.JumpEqual, vlo, tFail, tNext}}, nil
+	case specs.OpMaskedEqual:
+		// (arg & Value) == ValueTwo
+		mhi, mlo := vhi, vlo
+		whi, wlo := uint32(a.ValueTwo>>32), uint32(a.ValueTwo)
+		return []any{hi, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mhi}, jump{bpf.JumpEqual, whi, tNext, tFail},
+			lo, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mlo}, jump{bpf.JumpEqual, wlo, tNext, tFail}}, nil
+	case specs.OpGreaterThan, specs.OpGreaterEqual:
+		last := bpf.JumpGreaterThan
+		if a.Op == specs.OpGreaterEqual {
+			last = bpf.JumpGreaterOrEqual
+		}
+		return []any{hi, jump{bpf.JumpGreaterThan, vhi, tCondEnd, tNext}, jump{bpf.JumpEqual, vhi, tNext, tFail},
+			lo, jump{last, vlo, tNext, tFail}}, nil
+	case specs.OpLessThan, specs.OpLessEqual:
+		// Fails when the low half is >= (LT) or > (LE) the value's.
+		last := bpf.JumpGreaterOrEqual
+		if a.Op == specs.OpLessEqual {
+			last = bpf.JumpGreaterThan
+		}
+		return []any{hi, jump{bpf.JumpGreaterThan, vhi, tFail, tNext}, jump{bpf.JumpEqual, vhi, tNext, tCondEnd},
+			lo, jump{last, vlo, tFail, tNext}}, nil
+	}
+	return nil, fmt.Errorf("operator %s is not supported", a.Op)
+}
+
 // action maps a profile action to the compiler's.
 func action(a specs.LinuxSeccompAction, errno *uint) (seccompbpf.Action, error) {
 	switch a {
 	case specs.ActAllow:
 		return seccompbpf.ActionAllow, nil
 	case specs.ActErrno:
-		if errno == nil || *errno == uint(unix.EPERM) {
-			return seccompbpf.ActionErrno, nil
+		e := uint(unix.EPERM)
+		if errno != nil {
+			e = *errno
 		}
-		return seccompbpf.ActionErrno | seccompbpf.Action(*errno&0xffff), nil
+		return seccompbpf.ActionErrno | seccompbpf.Action(e&0xffff), nil
 	case specs.ActKill, specs.ActKillThread:
 		return seccompbpf.ActionKillThread, nil
 	case specs.ActKillProcess:
@@ -142,43 +289,6 @@ func action(a specs.LinuxSeccompAction, errno *uint) (seccompbpf.Action, error) 
 		return seccompbpf.ActionLog, nil
 	}
 	return 0, fmt.Errorf("action %s is not supported", a)
-}
-
-// conditions maps a rule's argument checks (all must hold) to the
-// compiler's. A masked compare is supported where it is a bits-clear test
-// (expected value 0) or a one-bit test.
-func conditions(args []specs.LinuxSeccompArg) (seccompbpf.ArgumentConditions, error) {
-	var out seccompbpf.ArgumentConditions
-	for _, a := range args {
-		c := seccompbpf.Condition{Argument: uint32(a.Index), Value: a.Value}
-		switch a.Op {
-		case specs.OpEqualTo:
-			c.Operation = seccompbpf.Equal
-		case specs.OpNotEqual:
-			c.Operation = seccompbpf.NotEqual
-		case specs.OpLessThan:
-			c.Operation = seccompbpf.LessThan
-		case specs.OpLessEqual:
-			c.Operation = seccompbpf.LessOrEqual
-		case specs.OpGreaterThan:
-			c.Operation = seccompbpf.GreaterThan
-		case specs.OpGreaterEqual:
-			c.Operation = seccompbpf.GreaterOrEqual
-		case specs.OpMaskedEqual:
-			switch {
-			case a.ValueTwo == 0:
-				c.Operation = seccompbpf.BitsNotSet
-			case a.ValueTwo == a.Value && a.Value&(a.Value-1) == 0:
-				c.Operation = seccompbpf.BitsSet
-			default:
-				return nil, fmt.Errorf("masked compare of argument %d with mask %#x and value %#x is not supported", a.Index, a.Value, a.ValueTwo)
-			}
-		default:
-			return nil, fmt.Errorf("operator %s is not supported", a.Op)
-		}
-		out = append(out, c)
-	}
-	return out, nil
 }
 
 // applies decides a rule's includes and excludes as Docker does: every
