@@ -47,6 +47,10 @@ type Bwrap struct {
 	// NewSession starts the sandbox in a new terminal session (no TIOCSTI
 	// into the caller's terminal).
 	NewSession bool `yaml:"new_session"`
+	// SystemPaths is "masked" (the /proc paths Docker masks are hidden and
+	// the ones it makes read-only are, as runc does) or "unconfined" (the
+	// default: bwrap's own /proc).
+	SystemPaths string `yaml:"system_paths,omitempty"`
 	// Limits are enforced through a cgroup the runner makes per sandbox.
 	Limits Limits `yaml:"limits,omitempty"`
 	// Network is "none" (an empty network namespace; needs net in Unshare)
@@ -66,6 +70,9 @@ type Limits struct {
 	Memory string `yaml:"memory,omitempty"`
 	// CPUs caps CPU, e.g. 0.5; 0 means no limit.
 	CPUs float64 `yaml:"cpus,omitempty"`
+	// NoFile caps open files per process (RLIMIT_NOFILE, soft and hard);
+	// 0 keeps the host's.
+	NoFile int64 `yaml:"nofile,omitempty"`
 }
 
 // BwrapNamespaces are the namespaces bwrap can unshare.
@@ -99,6 +106,9 @@ func (v *validator) checkBwrap(b *Bwrap) {
 	}
 	if b.Seccomp != "" && b.Seccomp != "unconfined" && !strings.HasSuffix(b.Seccomp, ".json") {
 		v.add("$.bwrap.seccomp", "must be unconfined or a path to a .json profile (got %q)", b.Seccomp)
+	}
+	if b.SystemPaths != "" && b.SystemPaths != "masked" && b.SystemPaths != "unconfined" {
+		v.add("$.bwrap.system_paths", "%q is not one of [masked unconfined]", b.SystemPaths)
 	}
 	v.checkCaps("$.bwrap.cap_drop", b.CapDrop)
 	v.checkCaps("$.bwrap.cap_add", b.CapAdd)
@@ -172,6 +182,9 @@ func (v *validator) checkLimits(path string, l Limits) {
 	}
 	if l.CPUs < 0 {
 		v.add(path+".cpus", "must not be negative")
+	}
+	if l.NoFile < 0 || l.NoFile > 1<<20 {
+		v.add(path+".nofile", "must be from 0 to 1048576")
 	}
 }
 

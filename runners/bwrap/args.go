@@ -138,6 +138,9 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 		"--ro-bind", filepath.Join(sb.state, "etc"), "/etc",
 		"--proc", "/proc", "--dev", "/dev")
+	if cfg.SystemPaths == "masked" {
+		a = append(a, maskArgs()...)
+	}
 	for _, t := range cfg.Tmpfs {
 		n, err := targets.ParseSize(t.Size)
 		if err != nil {
@@ -164,6 +167,7 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	if sb.ns != nil {
 		script += "nsenter --net=/proc/self/fd/" + strconv.Itoa(fdNet) + " -- "
 	}
+	script += prlimit(cfg.Limits)
 	if !cfg.Root() {
 		script += fmt.Sprintf("setpriv --reuid=%d --regid=%d --clear-groups -- ", r.hostUID, r.hostGID)
 	}
@@ -274,6 +278,38 @@ func mountsUnder(dir string) ([]string, error) {
 	return out, nil
 }
 
+// prlimit is the command prefix that sets the per-process limits ("" when
+// there are none).
+func prlimit(l targets.Limits) string {
+	if l.NoFile <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("prlimit --nofile=%d:%d -- ", l.NoFile, l.NoFile)
+}
+
+// maskedPaths are Docker's (runc's) masked /proc paths. The read-only ones
+// (/proc/sys, sysrq-trigger, irq, bus) bwrap already binds read-only in
+// every sandbox's /proc.
+var maskedPaths = []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}
+
+// maskArgs hide the masked /proc paths (a folder under an empty read-only
+// tmpfs, a file under /dev/null); paths this kernel lacks are left out.
+func maskArgs() []string {
+	var a []string
+	for _, p := range maskedPaths {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			a = append(a, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return a
+}
+
 func closeAll(fs []*os.File) {
 	for _, f := range fs {
 		if f != nil {
@@ -307,7 +343,7 @@ func (sb *Sandbox) execCommand(argv []string) (*exec.Cmd, error) {
 	a = append(a, sb.common()...)
 	a = append(a, "--")
 	a = append(a, argv...)
-	script := sb.cg.JoinScript() + fmt.Sprintf("exec nsenter -t %d --all -S %d -G %d --root --wd=/ -- %s \"$@\"",
+	script := sb.cg.JoinScript() + "exec " + prlimit(cfg.Limits) + fmt.Sprintf("nsenter -t %d --all -S %d -G %d --root --wd=/ -- %s \"$@\"",
 		sb.childPID, r.uid, r.gid, Binary)
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, a...)...)
 	cmd.Env = sb.env

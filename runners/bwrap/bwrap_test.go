@@ -88,6 +88,9 @@ func TestHardenedSettingsHold(t *testing.T) {
 	if res := sh(t, sb, "ip link show lo && (sleep 0 & wait)"); res.ExitCode != 0 {
 		t.Errorf("hardened exec: ip link show lo failed under the default seccomp profile: %s%s", res.Stdout, res.Stderr)
 	}
+	if res := sh(t, sb, "cat /proc/keys | wc -c; ulimit -n; df -k /dev/shm | tail -1"); !strings.HasPrefix(string(res.Stdout), "0\n1024\n") || !strings.Contains(string(res.Stdout), "8192") {
+		t.Errorf("hardened exec: /proc/keys not masked, nofile not 1024 or /dev/shm not 8 MiB: %q %q", res.Stdout, res.Stderr)
+	}
 	if res := sh(t, sb, "touch /.sandcheck/x"); res.ExitCode == 0 {
 		t.Error("hardened exec: the probe folder is writable")
 	}
