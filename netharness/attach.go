@@ -35,6 +35,8 @@ type Namespace struct {
 	bridge   string
 	addr     netip.Addr
 	gateway  netip.Addr
+	owner    string
+	v6       bool
 
 	closeMu sync.Mutex
 	closed  bool
@@ -47,7 +49,18 @@ type Namespace struct {
 var (
 	attachMu sync.Mutex
 	attached = map[string]map[byte]bool{}
+	// owners are the sandbox IDs of the attached namespaces, for
+	// AttachIPv6 (which Attach has already done for them).
+	owners = map[string]bool{}
 )
+
+// attachedOwner reports whether id names a sandbox whose namespace Attach
+// made (and gave its IPv6 address when the run has IPv6).
+func attachedOwner(id string) bool {
+	attachMu.Lock()
+	defer attachMu.Unlock()
+	return owners[id]
+}
 
 // First and last host part handed to attached namespaces (the neighbour
 // holds neighbourHost).
@@ -69,10 +82,13 @@ func Isolated() (*Namespace, error) {
 	return ns, nil
 }
 
-// Attach makes a network namespace on the harness network named network:
-// it must be a Docker network labelled as the harness's (LabelHarness),
-// with the harness's bridge. On error it undoes what it did.
-func Attach(ctx context.Context, docker client.NetworkAPIClient, network string) (ns *Namespace, err error) {
+// Attach makes a network namespace for sandbox owner (its runner's ID) on
+// the harness network named network: it must be a Docker network labelled
+// as the harness's (LabelHarness), with the harness's bridge. When the
+// harness has turned IPv6 on for the bridge (and the host does not forward
+// IPv6), the namespace gets its IPv6 address and route too, as AttachIPv6
+// gives a container. On error it undoes what it did.
+func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner string) (ns *Namespace, err error) {
 	res, err := docker.NetworkInspect(ctx, network, client.NetworkInspectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("attaching to network %s: %w", network, err)
@@ -97,7 +113,12 @@ func Attach(ctx context.Context, docker client.NetworkAPIClient, network string)
 	a[3] = host
 	b := make([]byte, 4)
 	rand.Read(b)
-	ns = &Namespace{hostLink: "scat-" + hex.EncodeToString(b), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway}
+	ns = &Namespace{hostLink: "scat-" + hex.EncodeToString(b), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway, owner: owner}
+	ns.v6, err = bridgeIPv6(bridge)
+	if err != nil {
+		releaseHost(bridge, ns.addr)
+		return nil, fmt.Errorf("attaching to network %s: %w", network, err)
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ns.Close())
@@ -125,7 +146,30 @@ func Attach(ctx context.Context, docker client.NetworkAPIClient, network string)
 	if err := netlink.LinkSetUp(hl); err != nil {
 		return ns, fmt.Errorf("bringing %s up: %w", ns.hostLink, err)
 	}
+	attachMu.Lock()
+	owners[owner] = true
+	attachMu.Unlock()
 	return ns, nil
+}
+
+// bridgeIPv6 reports whether the harness turned IPv6 on for the bridge
+// (setupIPv6) and the host does not forward IPv6.
+func bridgeIPv6(bridge string) (bool, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + bridge + "/disable_ipv6")
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading IPv6 state of %s: %w", bridge, err)
+	}
+	if string(b) != "0\n" {
+		return false, nil
+	}
+	fwd, err := IPv6Forwarding()
+	if err != nil || fwd {
+		return false, errors.Join(errors.New("the kernel forwards IPv6; refusing to give a sandbox IPv6"), err)
+	}
+	return true, nil
 }
 
 // takeHost reserves a free host part on the bridge.
@@ -215,8 +259,10 @@ func (ns *Namespace) configure(hostNS int, subnet netip.Prefix) error {
 	if err := netlink.LinkAdd(veth); err != nil {
 		return fmt.Errorf("creating veth pair %s: %w", ns.hostLink, err)
 	}
-	if err := os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("1\n"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("disabling IPv6: %w", err)
+	if !ns.v6 {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/all/disable_ipv6", []byte("1\n"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("disabling IPv6: %w", err)
+		}
 	}
 	if err := upLoopback(); err != nil {
 		return err
@@ -234,6 +280,10 @@ func (ns *Namespace) configure(hostNS int, subnet netip.Prefix) error {
 	}
 	if err := netlink.RouteAdd(&netlink.Route{LinkIndex: eth.Attrs().Index, Gw: ns.gateway.AsSlice()}); err != nil {
 		return fmt.Errorf("adding the default route through %s: %w", ns.gateway, err)
+	}
+	if ns.v6 {
+		// The same address and route a container gets (AttachIPv6).
+		return configureSandbox6(ns.addr, sandboxAddr6(ns.addr))
 	}
 	return nil
 }
@@ -273,6 +323,9 @@ func (ns *Namespace) Close() error {
 			}
 		}
 		releaseHost(ns.bridge, ns.addr)
+		attachMu.Lock()
+		delete(owners, ns.owner)
+		attachMu.Unlock()
 	}
 	ns.closed = true
 	return nil

@@ -47,6 +47,10 @@ type Bwrap struct {
 	// NewSession starts the sandbox in a new terminal session (no TIOCSTI
 	// into the caller's terminal).
 	NewSession bool `yaml:"new_session"`
+	// ReadOnlyRoot makes the sandbox's root (bwrap's own tmpfs holding the
+	// mount points) read-only once it is built (bwrap --remount-ro /), so
+	// only the tmpfs mounts and writable binds take writes.
+	ReadOnlyRoot bool `yaml:"read_only_root"`
 	// SystemPaths is "masked" (the /proc paths Docker masks are hidden and
 	// the ones it makes read-only are, as runc does) or "unconfined" (the
 	// default: bwrap's own /proc).

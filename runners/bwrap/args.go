@@ -139,7 +139,14 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 		"--ro-bind", filepath.Join(sb.state, "etc"), "/etc",
 		"--proc", "/proc", "--dev", "/dev")
 	if cfg.SystemPaths == "masked" {
-		a = append(a, maskArgs()...)
+		m, files, err := maskArgs(3 + len(extra))
+		if err != nil {
+			closeAll(extra)
+			infoR.Close()
+			return nil, nil, err
+		}
+		a = append(a, m...)
+		extra = append(extra, files...)
 	}
 	for _, t := range cfg.Tmpfs {
 		n, err := targets.ParseSize(t.Size)
@@ -158,6 +165,9 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 			flag = "--ro-bind"
 		}
 		a = append(a, flag, sb.bindPath(i), m.Target)
+	}
+	if cfg.ReadOnlyRoot {
+		a = append(a, "--remount-ro", "/")
 	}
 	a = append(a, "--info-fd", strconv.Itoa(fdInfo))
 	a = append(a, "--")
@@ -293,10 +303,13 @@ func prlimit(l targets.Limits) string {
 var maskedPaths = []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}
 
-// maskArgs hide the masked /proc paths (a folder under an empty read-only
-// tmpfs, a file under /dev/null); paths this kernel lacks are left out.
-func maskArgs() []string {
+// maskArgs hide the masked /proc paths: a folder under an empty read-only
+// tmpfs, a file under an empty read-only file bwrap makes in its own tmpfs
+// (from an empty file descriptor, numbered from fd on, which it returns to
+// hand over); paths this kernel lacks are left out.
+func maskArgs(fd int) ([]string, []*os.File, error) {
 	var a []string
+	var files []*os.File
 	for _, p := range maskedPaths {
 		fi, err := os.Stat(p)
 		switch {
@@ -304,10 +317,16 @@ func maskArgs() []string {
 		case fi.IsDir():
 			a = append(a, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
 		default:
-			a = append(a, "--ro-bind", "/dev/null", p)
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				closeAll(files)
+				return nil, nil, fmt.Errorf("masking %s: %w", p, err)
+			}
+			a = append(a, "--perms", "0444", "--ro-bind-data", strconv.Itoa(fd+len(files)), p)
+			files = append(files, f)
 		}
 	}
-	return a
+	return a, files, nil
 }
 
 func closeAll(fs []*os.File) {

@@ -279,7 +279,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		if err != nil {
 			return sb, err
 		}
-		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, docker); err != nil {
+		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, sb.id, docker); err != nil {
 			return sb, err
 		}
 	}

@@ -146,7 +146,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 			return sb, err
 		}
 	}
-	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, docker); err != nil {
+	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, sb.id, docker); err != nil {
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
@@ -313,9 +313,9 @@ func CheckProbeDir(dir string) error {
 	return nil
 }
 
-// OpenNetwork makes the sandbox's network namespace: isolated for network
-// none, on the harness network (the spec's network) for harness.
-func OpenNetwork(ctx context.Context, mode, network string, docker client.NetworkAPIClient) (*netharness.Namespace, error) {
+// OpenNetwork makes the network namespace of sandbox owner: isolated for
+// network none, on the harness network (the spec's network) for harness.
+func OpenNetwork(ctx context.Context, mode, network, owner string, docker client.NetworkAPIClient) (*netharness.Namespace, error) {
 	switch mode {
 	case "none":
 		return netharness.Isolated()
@@ -331,7 +331,7 @@ func OpenNetwork(ctx context.Context, mode, network string, docker client.Networ
 			defer c.Close()
 			docker = c
 		}
-		return netharness.Attach(ctx, docker, network)
+		return netharness.Attach(ctx, docker, network, owner)
 	}
 	return nil, fmt.Errorf("network %q is not none or harness", mode)
 }
