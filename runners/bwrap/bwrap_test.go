@@ -142,7 +142,7 @@ func TestHardenedSettingsHold(t *testing.T) {
 
 	// The weak reference: the host's root with every capability, no filter.
 	weak, _ := loadTarget(t, "bwrap-weak.yaml")
-	weak.Network, weak.Unshare = "none", []string{"net"}
+	weak.Network, weak.Unshare, weak.Binds = "none", []string{"net"}, nil
 	wsb := startSandbox(t, weak, dir, spec)
 	res = sh(t, wsb, `grep -E '^(Seccomp|CapEff):' /proc/self/status; id -u`)
 	if !strings.Contains(string(res.Stdout), "Seccomp:\t0") || strings.Contains(string(res.Stdout), "CapEff:\t0000000000000000") || !strings.Contains(string(res.Stdout), "\n0\n") {

@@ -36,6 +36,7 @@ func TestConformance(t *testing.T) {
 	weak, _ := loadTarget(t, "bwrap-weak.yaml")
 	weak.Network = "none"
 	weak.Unshare = []string{"net"}
+	weak.Binds = nil // the run's folder is the engine's
 	for name, cfg := range map[string]targets.Bwrap{"hardened": hardened, "weak": weak} {
 		t.Run(name, func(t *testing.T) {
 			runnertest.Run(t, runnertest.Config{

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/moby/moby/client"
@@ -36,9 +38,11 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	base := filepath.Dir(tg.Path)
 	var binds []targets.Mount
 	for _, m := range cfg.Binds {
-		if !filepath.IsAbs(m.Source) {
-			m.Source = filepath.Join(base, m.Source)
+		src, err := resolveSource(m.Source, base, env.RunDir)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
 		}
+		m.Source = src
 		binds = append(binds, m)
 	}
 	cfg.Binds = append(binds, env.Mounts...)
@@ -47,6 +51,29 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 		cfg.Env = env.Env
 	}
 	return New(cfg, base, WithLogger(env.Logger))
+}
+
+// resolveSource expands ${SANDCHECK_RUN_DIR} to the run's folder and
+// makes a relative source absolute against the target file's folder. A
+// missing source is made only inside the run's folder.
+func resolveSource(src, base, runDir string) (string, error) {
+	if runDir != "" {
+		src = strings.ReplaceAll(src, "${SANDCHECK_RUN_DIR}", runDir)
+	}
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(base, src)
+	}
+	src = filepath.Clean(src)
+	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+		rel, rerr := filepath.Rel(runDir, src)
+		if runDir == "" || rerr != nil || strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("bind source %s does not exist", src)
+		}
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return "", fmt.Errorf("creating bind source %s: %w", src, err)
+		}
+	}
+	return src, nil
 }
 
 // UsesHarnessNetwork reports whether the target's network is the harness's.
