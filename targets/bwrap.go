@@ -63,6 +63,19 @@ type Bwrap struct {
 	Network string `yaml:"network"`
 	// Env is added to the sandbox's environment (which starts empty).
 	Env map[string]string `yaml:"env,omitempty"`
+	// Hostname is the sandbox's host name (needs uts in Unshare), with
+	// ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET} and ${SANDCHECK_TASK} filled
+	// per sandbox from the harness's labels (see Docker.Hostname).
+	Hostname string `yaml:"hostname,omitempty"`
+}
+
+// IdentityHostname is the bwrap hostname for one identity, made a valid
+// host name as Docker.IdentityHostname does ("" when none is declared).
+func (b *Bwrap) IdentityHostname(id Identity) string {
+	if b == nil || b.Hostname == "" {
+		return ""
+	}
+	return (&Docker{Hostname: b.Hostname}).IdentityHostname(id)
 }
 
 // Limits are the cgroup limits of one sandbox (cgroup v1 pids, memory and
@@ -129,6 +142,16 @@ func (v *validator) checkBwrap(b *Bwrap) {
 		v.add("$.bwrap.network", "%q is not one of [none harness]", b.Network)
 	}
 	v.checkEnv("$.bwrap.env", b.Env)
+	if b.Hostname != "" {
+		if !b.Unshares("uts") {
+			v.add("$.bwrap.hostname", "needs uts in unshare (otherwise it would be the host's)")
+		}
+		for _, m := range identityVar.FindAllString(b.Hostname, -1) {
+			if m != VarRunID && m != VarTarget && m != VarTask {
+				v.add("$.bwrap.hostname", "%s is not one of %s, %s, %s", m, VarRunID, VarTarget, VarTask)
+			}
+		}
+	}
 }
 
 // Root reports whether bwrap runs as the host's root.

@@ -257,6 +257,12 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if _, err := os.Stat(Binary); err != nil {
 		return nil, fmt.Errorf("bubblewrap: %w (install Debian's bubblewrap)", err)
 	}
+	if spec.Hostname == "" {
+		// The engine fills a target's host name from the docker section
+		// only: the harness's labels name run, target and task.
+		spec.Hostname = r.cfg.IdentityHostname(targets.Identity{
+			RunID: spec.Labels["sandcheck.run"], Target: spec.Labels["sandcheck.target"], Task: spec.Labels["sandcheck.task"]})
+	}
 	sb = &Sandbox{r: r, id: process.NewID("scbw"), spec: spec}
 	sb.log = r.log.With("sandbox", sb.id)
 	defer func() {
