@@ -318,7 +318,9 @@ func (ns *Namespace) Close() error {
 		case err != nil:
 			return fmt.Errorf("finding link %s: %w", ns.hostLink, err)
 		default:
-			if err := netlink.LinkDel(l); err != nil {
+			// The pair also goes by itself once the namespace's last
+			// process has: a link gone meanwhile is fine.
+			if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
 				return fmt.Errorf("deleting link %s: %w", ns.hostLink, err)
 			}
 		}

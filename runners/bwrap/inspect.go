@@ -119,8 +119,8 @@ func fullCaps() uint64 {
 	return n
 }
 
-// mounts reads the workload's mount table: each mount's type (tmpfs, proc
-// or bind for the rest), source (the host path a bind shows), destination
+// mounts reads the workload's mount table: each mount's type (tmpfs, proc,
+// devpts, mqueue, device for a device node, bind for the rest), source (the host path a bind shows), destination
 // and read-only flag, and whether / is read-only.
 func mounts(pid int) ([]runners.Mount, bool, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
@@ -152,6 +152,10 @@ func mounts(pid int) ([]runners.Mount, bool, error) {
 		switch fs := fields[sep+1]; fs {
 		case "tmpfs", "proc", "devpts", "mqueue":
 			m.Type = fs
+		case "devtmpfs":
+			// A device node bwrap --dev binds in (null, zero, ...): not a
+			// host folder.
+			m.Type = "device"
 		default:
 			m.Type = "bind"
 		}
