@@ -24,7 +24,8 @@ var bwrapHardenedGaps = map[string]struct {
 	"resources.setsid-daemon":        {probes.Escaped, "engine runs bwrap targets in exec mode"},
 	"persistence.background-process": {probes.Escaped, "engine runs bwrap targets in exec mode"},
 	"persistence.scratch-not-empty":  {probes.Escaped, "engine runs bwrap targets in exec mode"},
-	"persistence.crontab":            {probes.Escaped, "engine runs bwrap targets in exec mode"},
+	// bwrap keeps no labels: nothing outside names the sandbox's run.
+	"attribution.hostname": {probes.Escaped, "bwrap keeps no labels (runtime/labels evidence)"},
 	// The harness's CPU budget watchdog reads docker.cpu_time only.
 	"resources.cpu-deadline": {probes.Inconclusive, "engine's CPU budget reads docker.cpu_time only"},
 	// bwrap --tmpfs takes a size but no inode cap.

@@ -120,6 +120,9 @@ func TestHardenedSettingsHold(t *testing.T) {
 	if v.Seccomp != "custom" || !v.NoNewPrivileges || v.Privileged || v.PidsLimit != 64 || v.MemoryBytes != 128<<20 || v.NanoCPUs != 1e9 {
 		t.Errorf("hardened view %+v", v)
 	}
+	if !slices.Contains(v.MaskedPaths, "/proc/keys") || !slices.Contains(v.MaskedPaths, "/proc/kcore") {
+		t.Errorf("hardened view: masked paths %v", v.MaskedPaths)
+	}
 	if !slices.ContainsFunc(v.Mounts, func(m runners.Mount) bool { return m.Type == "tmpfs" && m.Destination == "/scratch" }) {
 		t.Errorf("hardened view lacks the /scratch tmpfs: %+v", v.Mounts)
 	}

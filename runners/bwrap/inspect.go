@@ -3,9 +3,11 @@ package bwrap
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +31,7 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 		CapDrop:     cfg.CapDrop,
 		NetworkMode: cfg.Network,
 		Hostname:    sb.spec.Hostname,
-		Unknown:     []string{"image", "image_digest", "labels", "masked_paths", "security_opt"},
+		Unknown:     []string{"image", "image_digest", "labels", "security_opt"},
 	}
 	if cfg.Network == "harness" {
 		v.NetworkMode = sb.spec.Network
@@ -66,6 +68,15 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 	}
 	if v.Mounts, v.ReadOnlyRootfs, err = mounts(pid); err != nil {
 		return v, fmt.Errorf("inspecting %s: %w", sb.id, err)
+	}
+	// A masked path is one of Docker's that something is mounted over, or
+	// that this kernel's /proc lacks (nothing there to read).
+	for _, p := range maskedPaths {
+		over := slices.ContainsFunc(v.Mounts, func(m runners.Mount) bool { return m.Destination == p })
+		_, err := os.Lstat(fmt.Sprintf("/proc/%d/root%s", pid, p))
+		if over || errors.Is(err, os.ErrNotExist) {
+			v.MaskedPaths = append(v.MaskedPaths, p)
+		}
 	}
 	v.PidsLimit = readLimit(sb.cg.Paths(), "pids.max")
 	v.MemoryBytes = readLimit(sb.cg.Paths(), "memory.limit_in_bytes")
