@@ -12,7 +12,13 @@
 // /usr), a fresh /proc, a minimal /dev, an /etc of the runner's own (hosts,
 // resolv.conf naming the spec's DNS, passwd and group), the tmpfs mounts
 // and binds the target declares and the probe folder read-only at
-// runners.ProbeMount. Nothing else of the host is there.
+// runners.ProbeMount. Nothing else of the host is there. bwrap's /dev binds
+// the host's null, zero, full, random, urandom and tty nodes in (an
+// unprivileged bwrap cannot make device nodes). With read_only_root the
+// root is made read-only once built; with system_paths masked, Docker's
+// masked /proc paths are covered. Binds come from private bind mounts the
+// runner makes, as root, under StateRoot: an unprivileged bwrap could not
+// reach a source in a folder only root may enter.
 //
 // bwrap runs as the target's host_user: an unprivileged account (bwrap's
 // intended use; the sandbox's user namespace maps to it), or root.
