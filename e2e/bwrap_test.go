@@ -29,9 +29,6 @@ var bwrapHardenedGaps = map[string]struct {
 	"attribution.hostname": {[]probes.Outcome{probes.Escaped}, "bwrap keeps no labels (runtime/labels evidence)"},
 	// The harness's CPU budget watchdog reads docker.cpu_time only.
 	"resources.cpu-deadline": {[]probes.Outcome{probes.Inconclusive, probes.Escaped}, "engine's CPU budget reads docker.cpu_time only (which one depends on timing)"},
-	// bwrap --tmpfs takes a size but no inode cap.
-	"resources.inode-exhaustion":    {[]probes.Outcome{probes.Escaped}, "bwrap --tmpfs has no nr_inodes"},
-	"persistence.scratch-unlimited": {[]probes.Outcome{probes.Escaped}, "bwrap --tmpfs has no nr_inodes"},
 	// An unprivileged bwrap cannot mknod: its /dev binds the host's
 	// devtmpfs nodes (null, zero, full, random, urandom, tty) in.
 	"host.bind-mounts": {[]probes.Outcome{probes.Escaped}, "bwrap --dev binds host device nodes"},

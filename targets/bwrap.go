@@ -32,8 +32,10 @@ type Bwrap struct {
 	// Binds are extra bind mounts of host paths (relative to the target
 	// file).
 	Binds []Mount `yaml:"binds,omitempty"`
-	// Tmpfs are size-limited tmpfs mounts (bwrap --size --tmpfs); /tmp is
-	// required: bwrap needs it to enter the sandbox for an exec.
+	// Tmpfs are size-limited tmpfs mounts (bwrap --size --tmpfs; one with
+	// nr_inodes is mounted by the runner on the host and bound in, as bwrap
+	// cannot cap inodes); /tmp is required: bwrap needs it to enter the
+	// sandbox for an exec.
 	Tmpfs []Tmpfs `yaml:"tmpfs,omitempty"`
 	// Seccomp is "unconfined" (or empty) or a path to a Docker-format JSON
 	// profile (relative to the target file), compiled to BPF by the runner.
@@ -184,8 +186,8 @@ func (v *validator) checkTmpfs(path string, ts []Tmpfs) {
 		if n, err := ParseSize(tm.Size); err != nil || n <= 0 {
 			v.add(p+".size", "must be a size such as 16Mi (got %q)", tm.Size)
 		}
-		if tm.NrInodes != 0 {
-			v.add(p+".nr_inodes", "bwrap cannot cap a tmpfs's inodes; leave it out")
+		if tm.NrInodes < 0 {
+			v.add(p+".nr_inodes", "must not be negative")
 		}
 	}
 }

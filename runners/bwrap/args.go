@@ -148,7 +148,11 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 		a = append(a, m...)
 		extra = append(extra, files...)
 	}
-	for _, t := range cfg.Tmpfs {
+	for i, t := range cfg.Tmpfs {
+		if t.NrInodes > 0 {
+			a = append(a, "--bind", sb.tmpfsPath(i), t.Path)
+			continue
+		}
 		n, err := targets.ParseSize(t.Size)
 		if err != nil {
 			closeAll(extra)
@@ -251,6 +255,43 @@ func (sb *Sandbox) mountBinds() error {
 		}
 	}
 	return nil
+}
+
+// mountTmpfs mounts, on the host under the state folder, each tmpfs that
+// caps its inodes (bwrap --tmpfs cannot): sized, inode-capped, owned by the
+// host user bwrap runs as, private; startCommand binds it in.
+func (sb *Sandbox) mountTmpfs() error {
+	for i, t := range sb.r.cfg.Tmpfs {
+		if t.NrInodes <= 0 {
+			continue
+		}
+		n, err := targets.ParseSize(t.Size)
+		if err != nil {
+			return err
+		}
+		dst := sb.tmpfsPath(i)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return fmt.Errorf("making the mount point of tmpfs %s: %w", t.Path, err)
+		}
+		opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755,uid=%d,gid=%d", n, t.NrInodes, sb.r.hostUID, sb.r.hostGID)
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if !t.Exec {
+			flags |= unix.MS_NOEXEC
+		}
+		if err := unix.Mount("tmpfs", dst, "tmpfs", flags, opts); err != nil {
+			return fmt.Errorf("mounting tmpfs for %s: %w", t.Path, err)
+		}
+		sb.mounted = append(sb.mounted, dst)
+		if err := unix.Mount("", dst, "", unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("making the tmpfs for %s private: %w", t.Path, err)
+		}
+	}
+	return nil
+}
+
+// tmpfsPath is where the runner mounts tmpfs i under the state folder.
+func (sb *Sandbox) tmpfsPath(i int) string {
+	return filepath.Join(sb.state, "tmpfs", strconv.Itoa(i))
 }
 
 // bindPath is where bind i is mounted under the state folder.

@@ -97,6 +97,10 @@ func TestHardenedSettingsHold(t *testing.T) {
 	if res := sh(t, sb, "ip link 2>/dev/null | grep -c ': eth' || true"); strings.TrimSpace(string(res.Stdout)) != "0" {
 		t.Errorf("hardened exec: network none but links %q", res.Stdout)
 	}
+	// Inodes are capped (nr_inodes 4096 in the reference).
+	if res := sh(t, sb, "df -i /scratch | tail -1"); !strings.Contains(string(res.Stdout), " 4096 ") {
+		t.Errorf("hardened exec: /scratch inodes %q", res.Stdout)
+	}
 	// tmpfs scratch is shared between execs and sized.
 	sh(t, sb, "echo kept > /scratch/f")
 	if res := sh(t, sb, "cat /scratch/f; df -k /scratch | tail -1"); !strings.Contains(string(res.Stdout), "kept") || !strings.Contains(string(res.Stdout), "32768") {

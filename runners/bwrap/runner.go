@@ -283,6 +283,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if err := sb.mountBinds(); err != nil {
 		return sb, err
 	}
+	if err := sb.mountTmpfs(); err != nil {
+		return sb, err
+	}
 	if sb.cg, err = process.NewCgroup(sb.id, r.cfg.Limits); err != nil {
 		return sb, err
 	}
