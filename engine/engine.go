@@ -180,6 +180,9 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			return nil, fmt.Errorf("creating harness network: %w", err)
 		}
 		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
+		if j, ok := e.runner.(netharness.Joiner); ok {
+			j.JoinHarness(e.net)
+		}
 	}
 	e.honey = newHoney(runID)
 	if e.hostHoney, err = e.honey.plantFile(e.runDir); err != nil {
@@ -568,9 +571,10 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	if err != nil {
 		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
 	}
-	if e.net != nil {
+	if _, joins := e.runner.(netharness.Joiner); e.net != nil && !joins {
 		// IPv6 on the harness network is the harness's own (netharness,
-		// ipv6.go): set in the sandbox before anything runs in it.
+		// ipv6.go): set in the sandbox before anything runs in it. A
+		// runner that joins the network itself sets it up there.
 		if err := e.net.AttachIPv6(ctx, sb.ID()); err != nil {
 			if cerr := sb.Close(context.WithoutCancel(ctx)); cerr != nil {
 				err = errors.Join(err, cerr)

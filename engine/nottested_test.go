@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/reports"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -62,5 +66,21 @@ func TestNotTestedWhenRunnerLacksNeeds(t *testing.T) {
 	}
 	if v.Pass {
 		t.Error("a run whose probe was not tested passed")
+	}
+	// Every report writer takes the not-tested result and names it.
+	e.rec.Verdict = v
+	dir := t.TempDir()
+	paths, err := reports.WriteAll(dir, e.rec, nil)
+	if err != nil {
+		t.Fatalf("writing reports of a record with a not-tested result: %v", err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), spec.ID) {
+			t.Errorf("%s does not name the not-tested probe %s", filepath.Base(p), spec.ID)
+		}
 	}
 }

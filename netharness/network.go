@@ -62,6 +62,16 @@ type Backend interface {
 	NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error)
 }
 
+// Joiner is implemented by runners that attach their sandboxes to the
+// harness network themselves (a network namespace joined to the bridge,
+// not a network of their own engine): once the run has created the
+// network, the engine hands it over before any sandbox starts, and leaves
+// the sandbox's addresses (IPv6 included) to the runner.
+type Joiner interface {
+	// JoinHarness gives the runner the run's harness network.
+	JoinHarness(n *Network)
+}
+
 // Options configures Create.
 type Options struct {
 	// RunID names the run; required. The network is labelled with it and
