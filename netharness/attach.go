@@ -49,18 +49,7 @@ type Namespace struct {
 var (
 	attachMu sync.Mutex
 	attached = map[string]map[byte]bool{}
-	// owners are the sandbox IDs of the attached namespaces, for
-	// AttachIPv6 (which Attach has already done for them).
-	owners = map[string]bool{}
 )
-
-// attachedOwner reports whether id names a sandbox whose namespace Attach
-// made (and gave its IPv6 address when the run has IPv6).
-func attachedOwner(id string) bool {
-	attachMu.Lock()
-	defer attachMu.Unlock()
-	return owners[id]
-}
 
 // First and last host part handed to attached namespaces (the neighbour
 // holds neighbourHost).
@@ -83,12 +72,10 @@ func Isolated() (*Namespace, error) {
 }
 
 // Attach makes a network namespace for sandbox owner (its runner's ID) on
-// the harness network named network: it must be a Docker network labelled
-// as the harness's (LabelHarness), with the harness's bridge. When the
-// harness has turned IPv6 on for the bridge (and the host does not forward
-// IPv6), the namespace gets its IPv6 address and route too, as AttachIPv6
-// gives a container. On error it undoes what it did.
-func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner string) (ns *Namespace, err error) {
+// the harness network named network, looked up through the engine: it must
+// be a Docker network labelled as the harness's (LabelHarness), with the
+// harness's bridge. See AttachTo.
+func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner string) (*Namespace, error) {
 	res, err := docker.NetworkInspect(ctx, network, client.NetworkInspectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("attaching to network %s: %w", network, err)
@@ -105,20 +92,40 @@ func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner 
 	if !subnet.Addr().Is4() || subnet.Bits() != 24 || !subnet.Contains(gateway) {
 		return nil, fmt.Errorf("attaching to network %s: subnet %s and gateway %s are not a harness layout", network, subnet, gateway)
 	}
-	host, err := takeHost(bridge)
+	ns, err := attach(bridge, subnet, gateway, owner)
 	if err != nil {
 		return nil, fmt.Errorf("attaching to network %s: %w", network, err)
+	}
+	return ns, nil
+}
+
+// AttachTo makes a network namespace for sandbox owner on the run's harness
+// network n (the one the engine hands a netharness.Joiner runner). When the
+// harness has turned IPv6 on for the bridge (and the host does not forward
+// IPv6), the namespace gets its IPv6 address and route too, the ones
+// AttachIPv6 gives a container. On error it undoes what it did.
+func AttachTo(n *Network, owner string) (*Namespace, error) {
+	ns, err := attach(n.bridge, n.plan.Subnet, n.plan.Gateway, owner)
+	if err != nil {
+		return nil, fmt.Errorf("attaching to network %s: %w", n.name, err)
+	}
+	return ns, nil
+}
+
+func attach(bridge string, subnet netip.Prefix, gateway netip.Addr, owner string) (ns *Namespace, err error) {
+	v6, err := bridgeIPv6(bridge)
+	if err != nil {
+		return nil, err
+	}
+	host, err := takeHost(bridge)
+	if err != nil {
+		return nil, err
 	}
 	a := subnet.Addr().As4()
 	a[3] = host
 	b := make([]byte, 4)
 	rand.Read(b)
-	ns = &Namespace{hostLink: "scat-" + hex.EncodeToString(b), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway, owner: owner}
-	ns.v6, err = bridgeIPv6(bridge)
-	if err != nil {
-		releaseHost(bridge, ns.addr)
-		return nil, fmt.Errorf("attaching to network %s: %w", network, err)
-	}
+	ns = &Namespace{hostLink: "scat-" + hex.EncodeToString(b), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway, owner: owner, v6: v6}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ns.Close())
@@ -134,7 +141,7 @@ func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner 
 		return ns.configure(hostNS, subnet)
 	})
 	if err != nil {
-		return ns, fmt.Errorf("attaching to network %s: %w", network, err)
+		return ns, err
 	}
 	hl, err := netlink.LinkByName(ns.hostLink)
 	if err != nil {
@@ -146,9 +153,6 @@ func Attach(ctx context.Context, docker client.NetworkAPIClient, network, owner 
 	if err := netlink.LinkSetUp(hl); err != nil {
 		return ns, fmt.Errorf("bringing %s up: %w", ns.hostLink, err)
 	}
-	attachMu.Lock()
-	owners[owner] = true
-	attachMu.Unlock()
 	return ns, nil
 }
 
@@ -325,9 +329,6 @@ func (ns *Namespace) Close() error {
 			}
 		}
 		releaseHost(ns.bridge, ns.addr)
-		attachMu.Lock()
-		delete(owners, ns.owner)
-		attachMu.Unlock()
 	}
 	ns.closed = true
 	return nil

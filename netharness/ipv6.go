@@ -316,8 +316,8 @@ func (n *Network) startCanaries6(ctx context.Context, sink *canary.Sink) error {
 // the container's process). It refuses the host's own namespace and a
 // host that forwards IPv6. Without IPv6 on the run it does nothing.
 func (n *Network) AttachIPv6(ctx context.Context, containerID string) error {
-	if !n.v6 || attachedOwner(containerID) {
-		return nil // (a namespace Attach made has its IPv6 already)
+	if !n.v6 {
+		return nil
 	}
 	if fwd, err := IPv6Forwarding(); err != nil || fwd {
 		return errors.Join(errors.New("attaching IPv6: the kernel forwards IPv6 now; refusing"), err)

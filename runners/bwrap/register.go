@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -21,7 +22,12 @@ func init() { runners.Register("bwrap", Open) }
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ netharness.Joiner          = (*Runner)(nil)
 )
+
+// JoinHarness takes the run's harness network: sandboxes attach to its
+// bridge directly (netharness.AttachTo), IPv6 included.
+func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
 
 // Open is the bwrap backend's runners.OpenFunc: the target's bwrap section
 // with what the run prepared added (its resolved mounts as binds, the

@@ -95,6 +95,7 @@ type Runner struct {
 	log      *slog.Logger
 	docker   client.NetworkAPIClient
 	lazyDocker
+	joined process.Joined
 }
 
 // Option configures a Runner.
@@ -290,11 +291,14 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	if r.cfg.Network == "harness" {
-		docker, err := r.dockerClient()
-		if err != nil {
-			return sb, err
+		joined := r.joined.Get()
+		var docker client.NetworkAPIClient
+		if joined == nil {
+			if docker, err = r.dockerClient(); err != nil {
+				return sb, err
+			}
 		}
-		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, sb.id, docker); err != nil {
+		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, sb.id, joined, docker); err != nil {
 			return sb, err
 		}
 	}

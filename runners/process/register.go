@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -18,7 +19,33 @@ func init() { runners.Register("process", Open) }
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ netharness.Joiner          = (*Runner)(nil)
 )
+
+// JoinHarness takes the run's harness network: sandboxes attach to its
+// bridge directly (netharness.AttachTo).
+func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
+
+// Joined holds the harness network a runner was handed (netharness.Joiner).
+// It is safe for concurrent use.
+type Joined struct {
+	mu sync.Mutex
+	n  *netharness.Network
+}
+
+// Set records the network.
+func (j *Joined) Set(n *netharness.Network) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.n = n
+}
+
+// Get returns the network set, nil before.
+func (j *Joined) Get() *netharness.Network {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
 
 // Open is the process backend's runners.OpenFunc. The process shares the
 // host's file system, so the run's mounts, tmpfs and devices cannot be put

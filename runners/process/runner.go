@@ -56,6 +56,7 @@ type Runner struct {
 	log    *slog.Logger
 	docker client.NetworkAPIClient
 	lazyDocker
+	joined Joined
 }
 
 // Option configures a Runner.
@@ -141,12 +142,13 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	var docker client.NetworkAPIClient
-	if r.cfg.Network == "harness" {
+	joined := r.joined.Get()
+	if r.cfg.Network == "harness" && joined == nil {
 		if docker, err = r.NetworkAPI(ctx); err != nil {
 			return sb, err
 		}
 	}
-	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, sb.id, docker); err != nil {
+	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, sb.id, joined, docker); err != nil {
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
@@ -314,12 +316,16 @@ func CheckProbeDir(dir string) error {
 }
 
 // OpenNetwork makes the network namespace of sandbox owner: isolated for
-// network none, on the harness network (the spec's network) for harness.
-func OpenNetwork(ctx context.Context, mode, network, owner string, docker client.NetworkAPIClient) (*netharness.Namespace, error) {
+// network none; for harness, on the run's harness network the engine handed
+// over (joined), else on the spec's network looked up through docker.
+func OpenNetwork(ctx context.Context, mode, network, owner string, joined *netharness.Network, docker client.NetworkAPIClient) (*netharness.Namespace, error) {
 	switch mode {
 	case "none":
 		return netharness.Isolated()
 	case "harness":
+		if joined != nil {
+			return netharness.AttachTo(joined, owner)
+		}
 		if network == "" {
 			return nil, errors.New("network harness, but the spec names no harness network")
 		}
