@@ -5,5 +5,7 @@ package all
 
 import (
 	// Each backend registers itself in its init.
+	_ "github.com/sandcheck/sandcheck/runners/bwrap"
 	_ "github.com/sandcheck/sandcheck/runners/docker"
+	_ "github.com/sandcheck/sandcheck/runners/process"
 )

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"os"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// bwrapHardenedGaps are the probes where the hardened bwrap reference does
+// not give the positive control's outcome, each with why. They are not
+// counted as failures but checked to still be what is written here, so a
+// change (a fix, or a new gap) shows.
+var bwrapHardenedGaps = map[string]struct {
+	got []probes.Outcome
+	why string
+}{
+	// The engine decides task launch from the docker section only
+	// (engine.taskMode), so bwrap targets run in exec mode: a process or
+	// file a task leaves behind meets the next one.
+	"resources.sigterm-ignore":       {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode (taskMode reads docker.launch)"},
+	"resources.setsid-daemon":        {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
+	"persistence.background-process": {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
+	"persistence.scratch-not-empty":  {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
+	// bwrap keeps no labels: nothing outside names the sandbox's run.
+	"attribution.hostname": {[]probes.Outcome{probes.Escaped}, "bwrap keeps no labels (runtime/labels evidence)"},
+	// The harness's CPU budget watchdog reads docker.cpu_time only.
+	"resources.cpu-deadline": {[]probes.Outcome{probes.Inconclusive, probes.Escaped}, "engine's CPU budget reads docker.cpu_time only (which one depends on timing)"},
+	// An unprivileged bwrap cannot mknod: its /dev binds the host's
+	// devtmpfs nodes (null, zero, full, random, urandom, tty) in.
+	"host.bind-mounts": {[]probes.Outcome{probes.Escaped}, "bwrap --dev binds host device nodes"},
+	// In the sandbox's user namespace the host's root is unmapped: the
+	// harness's setuid-root canary shows as owned by nobody.
+	"privilege.setuid-binaries": {[]probes.Outcome{probes.Inconclusive}, "setuid canary unmapped in the user namespace"},
+}
+
+// bwrapGapsHold checks every probe of a bwrap run against want, with gaps
+// (probe ID to the outcome seen and why) logged and held to what they say.
+func bwrapGapsHold(t *testing.T, rec *evidence.Record, want func(probes.Spec) (probes.Outcome, bool), gaps map[string]struct {
+	got []probes.Outcome
+	why string
+}) {
+	t.Helper()
+	got := map[string]int{}
+	for i, r := range rec.Results {
+		got[r.Probe] = i
+	}
+	var held []string
+	for _, s := range probes.Catalog() {
+		i, ok := got[s.ID]
+		if !ok {
+			t.Errorf("%s: no result", s.ID)
+			continue
+		}
+		r := rec.Results[i]
+		w, proven := want(s)
+		eff := rec.Effective(i)
+		if g, isGap := gaps[s.ID]; isGap {
+			if !slices.Contains(g.got, eff) {
+				t.Errorf("%s on %s: a known gap (%s) gave %s, not one of %v: update the gap list", s.ID, rec.Target.Name, g.why, eff, g.got)
+			}
+			t.Logf("%s on %s: known gap, %s (%s)", s.ID, rec.Target.Name, eff, g.why)
+			continue
+		}
+		if r.Outcome == probes.NotTested {
+			// A need the runner lacks (runners.Capabilities): logged, never
+			// a pass.
+			t.Logf("%s on %s: not tested: %s", s.ID, rec.Target.Name, r.Detail)
+			continue
+		}
+		if !proven {
+			continue
+		}
+		if eff != w {
+			t.Errorf("%s on %s: effective outcome %s, want %s (reported %s: %s)", s.ID, rec.Target.Name, eff, w, r.Outcome, r.Detail)
+			continue
+		}
+		held = append(held, s.ID)
+	}
+	sort.Strings(held)
+	t.Logf("%d probes hold their control on %s", len(held), rec.Target.Name)
+	if len(rec.Errors) > 0 {
+		t.Errorf("harness errors: %v", rec.Errors)
+	}
+	for _, sb := range rec.Sandboxes {
+		if len(sb.Teardown) > 0 {
+			t.Errorf("sandbox %s left %v", sb.Name, sb.Teardown)
+		}
+	}
+}
+
+func requireBwrapBinary(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Fatalf("bubblewrap is not installed (make setup installs it): %v", err)
+	}
+}
+
+// TestBwrapHardenedReferenceBlocks is the positive control for bwrap: every
+// attempt with a control is blocked (and the workloads work), except the
+// known gaps above.
+func TestBwrapHardenedReferenceBlocks(t *testing.T) {
+	requireBwrapBinary(t)
+	r := sandcheck(t, "run", "--target", "fixtures/targets/bwrap-hardened.yaml", "--quiet")
+	rec := r.mustRecord(t)
+	if r.code == 2 {
+		t.Fatalf("harness error (exit 2)\n%s\n%s", r.stdout, r.stderr)
+	}
+	if rec.Runner != "bwrap" {
+		t.Errorf("runner %q recorded", rec.Runner)
+	}
+	bwrapGapsHold(t, rec, positiveWant(rec.Target.Profile), bwrapHardenedGaps)
+}
+
+// bwrapWeakGaps are the probes where the weak bwrap reference does not let
+// the attempt through, each with why.
+var bwrapWeakGaps = map[string]struct {
+	got []probes.Outcome
+	why string
+}{
+	// bwrap always sets no_new_privs, so a setuid binary never raises.
+	"privilege.no-new-privs":    {[]probes.Outcome{probes.Blocked}, "bwrap always sets no_new_privs"},
+	"privilege.setuid-binaries": {[]probes.Outcome{probes.Blocked}, "bwrap always sets no_new_privs"},
+	// The runner puts no host device in a sandbox.
+	"host.dev-kmsg":      {[]probes.Outcome{probes.Blocked}, "the bwrap runner binds no devices"},
+	"host.block-devices": {[]probes.Outcome{probes.Blocked}, "the bwrap runner binds no devices"},
+	// The engine plants its honeyfile in the docker section's mounts only.
+	"host.honeyfile": {[]probes.Outcome{probes.Blocked}, "engine plants honeyfiles in docker mounts only"},
+	// The root is bwrap's tmpfs with the host's /usr read-only: the image
+	// folders the probe writes to are the host's, read-only.
+	"persistence.rootfs-write": {[]probes.Outcome{probes.Blocked}, "the root's folders are the host's /usr, read-only"},
+	// Not investigated: the root helper's environment was refused.
+	"secrets.proc-environ": {[]probes.Outcome{probes.Blocked}, "the root helper's environment was refused (not investigated)"},
+}
+
+// TestBwrapWeakReferenceEscapes is the negative control for bwrap: with the
+// host's root, every capability, no seccomp filter and the host's PID, IPC
+// and UTS namespaces, the attempts get through.
+func TestBwrapWeakReferenceEscapes(t *testing.T) {
+	requireBwrapBinary(t)
+	r := sandcheck(t, "run", "--target", "fixtures/targets/bwrap-weak.yaml", "--quiet")
+	rec := r.mustRecord(t)
+	if r.code != 1 {
+		t.Errorf("exit code %d, want 1 (criteria fail)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	bwrapGapsHold(t, rec, negativeWant, bwrapWeakGaps)
+	if rec.Verdict == nil || rec.Verdict.Pass {
+		t.Errorf("verdict %+v: the weak reference must fail", rec.Verdict)
+	}
+}

@@ -1,0 +1,123 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/netharness"
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+// The bwrap runner registers itself under the target's `runner: bwrap`.
+func init() { runners.Register("bwrap", Open) }
+
+var (
+	_ runners.HarnessNetworkUser = (*Runner)(nil)
+	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ netharness.Joiner          = (*Runner)(nil)
+)
+
+// JoinHarness takes the run's harness network: sandboxes attach to its
+// bridge directly (netharness.AttachTo), IPv6 included.
+func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
+
+// Open is the bwrap backend's runners.OpenFunc: the target's bwrap section
+// with what the run prepared added (its resolved mounts as binds, the
+// harness's tmpfs mounts, the expanded environment). Devices cannot be put
+// into a bwrap sandbox by this runner: a run that prepared some is refused.
+func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.Runner, error) {
+	if tg.Bwrap == nil {
+		return nil, fmt.Errorf("target %s has no bwrap section", tg.Path)
+	}
+	if len(env.Devices) > 0 {
+		return nil, errors.New("the bwrap runner cannot put devices into a sandbox")
+	}
+	cfg := *tg.Bwrap
+	base := filepath.Dir(tg.Path)
+	var binds []targets.Mount
+	for _, m := range cfg.Binds {
+		src, err := resolveSource(m.Source, base, env.RunDir)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
+		}
+		m.Source = src
+		binds = append(binds, m)
+	}
+	cfg.Binds = append(binds, env.Mounts...)
+	cfg.Tmpfs = append(append([]targets.Tmpfs(nil), cfg.Tmpfs...), env.Tmpfs...)
+	if env.Env != nil {
+		cfg.Env = env.Env
+	}
+	return New(cfg, base, WithLogger(env.Logger))
+}
+
+// resolveSource expands ${SANDCHECK_RUN_DIR} to the run's folder and
+// makes a relative source absolute against the target file's folder. A
+// missing source is made only inside the run's folder.
+func resolveSource(src, base, runDir string) (string, error) {
+	if runDir != "" {
+		src = strings.ReplaceAll(src, "${SANDCHECK_RUN_DIR}", runDir)
+	}
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(base, src)
+	}
+	src = filepath.Clean(src)
+	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+		rel, rerr := filepath.Rel(runDir, src)
+		if runDir == "" || rerr != nil || strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("bind source %s does not exist", src)
+		}
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return "", fmt.Errorf("creating bind source %s: %w", src, err)
+		}
+	}
+	return src, nil
+}
+
+// UsesHarnessNetwork reports whether the target's network is the harness's.
+func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" }
+
+// NetworkAPI is the engine client the harness network is created with and
+// looked up through (the harness network is a Docker bridge network).
+func (r *Runner) NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error) {
+	return r.dockerClient()
+}
+
+// dockerClient returns the runner's engine client, made on first use.
+func (r *Runner) dockerClient() (client.NetworkAPIClient, error) {
+	r.dockerOnce.Do(func() {
+		if r.docker != nil {
+			return
+		}
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			r.dockerErr = fmt.Errorf("docker client for the harness network: %w", err)
+			return
+		}
+		r.docker = c
+	})
+	return r.docker, r.dockerErr
+}
+
+// HostPID is the host PID of the sandbox's first process (bwrap's init in
+// the sandbox's PID namespace, or the command itself without one).
+func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
+	if err := sb.running(); err != nil {
+		return 0, err
+	}
+	return sb.childPID, nil
+}
+
+// lazyDocker is the state of the lazily made engine client.
+type lazyDocker struct {
+	dockerOnce sync.Once
+	dockerErr  error
+}

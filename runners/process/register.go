@@ -1,0 +1,99 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/netharness"
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+// The process runner registers itself under the target's `runner: process`.
+func init() { runners.Register("process", Open) }
+
+var (
+	_ runners.HarnessNetworkUser = (*Runner)(nil)
+	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ netharness.Joiner          = (*Runner)(nil)
+)
+
+// JoinHarness takes the run's harness network: sandboxes attach to its
+// bridge directly (netharness.AttachTo).
+func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
+
+// Joined holds the harness network a runner was handed (netharness.Joiner).
+// It is safe for concurrent use.
+type Joined struct {
+	mu sync.Mutex
+	n  *netharness.Network
+}
+
+// Set records the network.
+func (j *Joined) Set(n *netharness.Network) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.n = n
+}
+
+// Get returns the network set, nil before.
+func (j *Joined) Get() *netharness.Network {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
+
+// Open is the process backend's runners.OpenFunc. The process shares the
+// host's file system, so the run's mounts, tmpfs and devices cannot be put
+// anywhere: a run that prepared some is refused.
+func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.Runner, error) {
+	if tg.Process == nil {
+		return nil, fmt.Errorf("target %s has no process section", tg.Path)
+	}
+	if len(env.Mounts) > 0 || len(env.Tmpfs) > 0 || len(env.Devices) > 0 {
+		return nil, errors.New("the process runner has no file system of its own: it cannot take mounts, tmpfs or devices")
+	}
+	cfg := *tg.Process
+	if env.Env != nil {
+		cfg.Env = env.Env
+	}
+	return New(cfg, WithLogger(env.Logger))
+}
+
+// UsesHarnessNetwork reports whether the target's network is the harness's.
+func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" }
+
+// NetworkAPI is the engine client the harness network is created with and
+// looked up through.
+func (r *Runner) NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error) {
+	r.dockerOnce.Do(func() {
+		if r.docker != nil {
+			return
+		}
+		c, err := client.New(client.FromEnv)
+		if err != nil {
+			r.dockerErr = fmt.Errorf("docker client for the harness network: %w", err)
+			return
+		}
+		r.docker = c
+	})
+	return r.docker, r.dockerErr
+}
+
+// HostPID is the host PID of the sandbox's first process.
+func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
+	if sb.first.Exited() {
+		return 0, fmt.Errorf("sandbox %s: its first process has ended", sb.id)
+	}
+	return sb.first.Pid(), nil
+}
+
+// lazyDocker is the state of the lazily made engine client.
+type lazyDocker struct {
+	dockerOnce sync.Once
+	dockerErr  error
+}
