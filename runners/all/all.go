@@ -5,5 +5,6 @@ package all
 
 import (
 	// Each backend registers itself in its init.
+	_ "github.com/sandcheck/sandcheck/runners/command"
 	_ "github.com/sandcheck/sandcheck/runners/docker"
 )
