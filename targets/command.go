@@ -33,6 +33,12 @@ type Command struct {
 	// Destroy removes a sandbox and everything it holds; it must succeed
 	// for a sandbox that is already gone. Variables: ${ID}.
 	Destroy []string `yaml:"destroy"`
+	// Spawn starts a command in a sandbox as a given user without waiting
+	// for it (the platform's own agent process beside the task, which
+	// secrets.proc-environ looks for) and returns once it runs; optional
+	// (without it that probe cannot run). Variables: ${ID}, ${USER}
+	// ("uid"), ${ARGV} or ${ARGV_SHELL}, ${ENV_ARGS}.
+	Spawn []string `yaml:"spawn,omitempty"`
 	// List prints the IDs of the platform's live sandboxes, one a line
 	// (optional; tests use it to prove nothing was left). No variables.
 	List []string `yaml:"list,omitempty"`
@@ -62,6 +68,7 @@ var commandVars = map[string][]string{
 	"exec":    {"ID", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
 	"copy_in": {"ID", "SRC", "DST"},
 	"destroy": {"ID"},
+	"spawn":   {"ID", "USER", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
 	"list":    {},
 	"env_arg": {"KEY", "VALUE"},
 }
@@ -90,7 +97,7 @@ func (v *validator) checkCommand(c *Command) {
 		argv []string
 		req  bool
 	}{{"create", c.Create, true}, {"exec", c.Exec, true}, {"copy_in", c.CopyIn, true},
-		{"destroy", c.Destroy, true}, {"list", c.List, false}, {"env_arg", c.EnvArg, false}}
+		{"destroy", c.Destroy, true}, {"spawn", c.Spawn, false}, {"list", c.List, false}, {"env_arg", c.EnvArg, false}}
 	usesEnv := false
 	for _, s := range steps {
 		path := "$.command." + s.name

@@ -19,8 +19,9 @@ type Gateway struct {
 	// AdminKeyEnv names the environment variable holding the admin key; the
 	// key itself is never written in a target file, a log or a report.
 	AdminKeyEnv string `yaml:"admin_key_env"`
-	// RuntimeProfile is the instance's runtime profile: ephemeral-task,
-	// session or pooled.
+	// RuntimeProfile is the instance's runtime profile: session or pooled
+	// (ephemeral-task kills the box after one task, and the runner copies
+	// the probe in through tasks first).
 	RuntimeProfile string `yaml:"runtime_profile"`
 	// Substrate is the compute isolation asked for (default opensandbox;
 	// the runner checks GET /v1/runtime/substrates offers it).
@@ -97,8 +98,11 @@ func (v *validator) checkGateway(g *Gateway) {
 	if !envNamePattern.MatchString(g.AdminKeyEnv) {
 		v.add("$.gateway.admin_key_env", "must name an environment variable holding the admin key (got %q); the key itself never goes in the file", g.AdminKeyEnv)
 	}
-	if !slices.Contains([]string{"ephemeral-task", "session", "pooled"}, g.RuntimeProfile) {
-		v.add("$.gateway.runtime_profile", "%q is not one of [ephemeral-task session pooled]", g.RuntimeProfile)
+	switch {
+	case g.RuntimeProfile == "ephemeral-task":
+		v.add("$.gateway.runtime_profile", "ephemeral-task is not supported: its box is killed after one task, and the probe binary is copied in through tasks first; use session or pooled")
+	case !slices.Contains([]string{"session", "pooled"}, g.RuntimeProfile):
+		v.add("$.gateway.runtime_profile", "%q is not one of [session pooled]", g.RuntimeProfile)
 	}
 	if g.Substrate != "" && !jsonNamePattern.MatchString(g.Substrate) {
 		v.add("$.gateway.substrate", "%q is not a substrate name", g.Substrate)

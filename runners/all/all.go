@@ -7,4 +7,5 @@ import (
 	// Each backend registers itself in its init.
 	_ "github.com/sandcheck/sandcheck/runners/command"
 	_ "github.com/sandcheck/sandcheck/runners/docker"
+	_ "github.com/sandcheck/sandcheck/runners/gateway"
 )

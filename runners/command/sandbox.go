@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,4 +156,40 @@ func (r *Runner) List(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// Spawn starts argv in the sandbox as user through the target's spawn
+// step, with env added to the sandbox's own, and returns once the step
+// has (the step must not wait for argv, e.g. docker exec --detach).
+func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []string) error {
+	if len(s.r.cfg.Spawn) == 0 {
+		return errors.New("the target gives no spawn step (command.spawn) to start a process beside the task")
+	}
+	extra := map[string]string{}
+	for _, e := range env {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			extra[k] = v
+		}
+	}
+	ea, err := envArgs(s.r.cfg.EnvArg, extra)
+	if err != nil {
+		return err
+	}
+	full, err := expand("spawn", s.r.cfg.Spawn, vars{
+		one:   map[string]string{"ID": s.id, "USER": user, "ARGV_SHELL": shellQuote(argv)},
+		splat: map[string][]string{"ARGV": argv, "ENV_ARGS": append(append([]string(nil), s.env...), ea...)},
+	})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.r.cfg.CommandTimeout())
+	defer cancel()
+	res, err := run(cctx, "spawn", full)
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return stepErr("spawn", full, res)
+	}
+	return nil
 }
