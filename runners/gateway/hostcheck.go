@@ -250,3 +250,27 @@ func readBounded(p string, n int64) []byte {
 	b, _ := io.ReadAll(io.LimitReader(f, n))
 	return b
 }
+
+// boxIDs lists the instance IDs of the boxes on the engine, by the host
+// view's box name (sandbox-${ID}).
+func boxIDs(ctx context.Context, cfg *targets.GatewayHost) (map[string]bool, error) {
+	prefix, suffix, _ := strings.Cut(cfg.Box, "${ID}")
+	ePrefix, eSuffix, _ := strings.Cut(cfg.Egress, "${ID}")
+	out, err := dockerCLI(ctx, "ps", "--all", "--format", "{{.Names}}")
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, n := range strings.Fields(string(out)) {
+		if strings.HasPrefix(n, ePrefix) && strings.HasSuffix(n, eSuffix) {
+			continue // a sidecar, whose name may also match the box's pattern
+		}
+		if strings.HasPrefix(n, prefix) && strings.HasSuffix(n, suffix) && len(n) > len(prefix)+len(suffix) {
+			id := n[len(prefix) : len(n)-len(suffix)]
+			if idPattern.MatchString(id) {
+				ids[id] = true
+			}
+		}
+	}
+	return ids, nil
+}

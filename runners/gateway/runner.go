@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
@@ -34,6 +35,8 @@ type Runner struct {
 	api   *client
 	admin string
 	log   *slog.Logger
+	// spawnMu serializes spawns (see spawn).
+	spawnMu sync.Mutex
 }
 
 // Open is the gateway backend's runners.OpenFunc: it reads the admin key
@@ -111,7 +114,7 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 		State      string `json:"state"`
 	}
 	req := map[string]string{"profile": r.cfg.RuntimeProfile, "agent_type": r.cfg.AgentType, "substrate": r.cfg.Substrate}
-	if _, err := r.api.call(ctx, http.MethodPost, "/v1/runtime/agents", r.admin, req, &out, 0); err != nil {
+	if err := r.spawn(ctx, req, &out); err != nil {
 		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
 	}
 	if !idPattern.MatchString(out.InstanceID) {
@@ -149,4 +152,48 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// spawn makes one instance. Spawns are serialized, so that when the answer
+// cannot be used (an error, a timeout, malformed JSON) the host view can
+// name the boxes that appeared during the call: the runner deletes them
+// through the API and names them in the error, so a failed spawn leaves
+// nothing it made. (On a gateway shared with others, a box another client
+// spawned in the same moment would be caught too; the error names every
+// instance deleted.)
+func (r *Runner) spawn(ctx context.Context, req map[string]string, out any) error {
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	var before map[string]bool
+	if r.cfg.Host != nil {
+		var err error
+		if before, err = boxIDs(ctx, r.cfg.Host); err != nil {
+			return fmt.Errorf("host view: listing boxes before the spawn: %w", err)
+		}
+	}
+	_, err := r.api.call(ctx, http.MethodPost, "/v1/runtime/agents", r.admin, req, out, 0)
+	if err == nil || before == nil {
+		return err
+	}
+	dctx := context.WithoutCancel(ctx)
+	after, lerr := boxIDs(dctx, r.cfg.Host)
+	if lerr != nil {
+		return errors.Join(err, fmt.Errorf("host view: listing boxes after the failed spawn: %w", lerr))
+	}
+	var deleted []string
+	for id := range after {
+		if before[id] {
+			continue
+		}
+		if _, derr := r.api.call(dctx, http.MethodDelete, "/v1/runtime/agents/"+id+"?force=true", r.admin, nil, nil, 0); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting instance %s the failed spawn made: %w", id, derr))
+			continue
+		}
+		deleted = append(deleted, id)
+	}
+	if len(deleted) > 0 {
+		slices.Sort(deleted)
+		err = fmt.Errorf("%w (deleted instance(s) %s, which appeared during the call)", err, strings.Join(deleted, ", "))
+	}
+	return err
 }
