@@ -55,7 +55,8 @@ type Command struct {
 	// EgressProfiles); on the harness network the harness enforces it.
 	// Empty means none on network none and open on the harness network.
 	Egress string `yaml:"egress,omitempty"`
-	// Env is added to every sandbox's environment through ${ENV_ARGS}.
+	// Env is added to every sandbox's environment through ${ENV_ARGS};
+	// "${SANDCHECK_SCOPED_KEY}" in a value is the run's honey scoped key.
 	Env map[string]string `yaml:"env,omitempty"`
 	// Timeout bounds each create, copy and destroy call, e.g. 2m (default
 	// 2m); an exec is bounded by its probe's own timeout.

@@ -55,6 +55,9 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 		return nil, err
 	}
 	r.dir = dir
+	if env.Env != nil {
+		r.env = env.Env // the target's environment, the run's placeholders expanded
+	}
 	return r, nil
 }
 
