@@ -33,6 +33,11 @@ type Command struct {
 	// Destroy removes a sandbox and everything it holds; it must succeed
 	// for a sandbox that is already gone. Variables: ${ID}.
 	Destroy []string `yaml:"destroy"`
+	// DestroyByName removes what a failed create may have left under the
+	// sandbox's name, when create printed no ID (e.g. docker run made the
+	// container but could not start it); optional, but without it such a
+	// sandbox is left behind. Variables: ${NAME}.
+	DestroyByName []string `yaml:"destroy_by_name,omitempty"`
 	// Spawn starts a command in a sandbox as a given user without waiting
 	// for it (the platform's own agent process beside the task, which
 	// secrets.proc-environ looks for) and returns once it runs; optional
@@ -65,13 +70,14 @@ type Command struct {
 
 // The variables each command step may name.
 var commandVars = map[string][]string{
-	"create":  {"TARGET_DIR", "NAME", "IMAGE", "NETWORK", "DNS", "HOSTNAME", "ENV_ARGS"},
-	"exec":    {"ID", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
-	"copy_in": {"ID", "SRC", "DST"},
-	"destroy": {"ID"},
-	"spawn":   {"ID", "USER", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
-	"list":    {},
-	"env_arg": {"KEY", "VALUE"},
+	"create":          {"TARGET_DIR", "NAME", "IMAGE", "NETWORK", "DNS", "HOSTNAME", "ENV_ARGS"},
+	"exec":            {"ID", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
+	"copy_in":         {"ID", "SRC", "DST"},
+	"destroy":         {"ID"},
+	"destroy_by_name": {"NAME"},
+	"spawn":           {"ID", "USER", "ARGV", "ARGV_SHELL", "ENV_ARGS"},
+	"list":            {},
+	"env_arg":         {"KEY", "VALUE"},
 }
 
 // splatVars are the variables that expand to several words and must be a
@@ -98,7 +104,7 @@ func (v *validator) checkCommand(c *Command) {
 		argv []string
 		req  bool
 	}{{"create", c.Create, true}, {"exec", c.Exec, true}, {"copy_in", c.CopyIn, true},
-		{"destroy", c.Destroy, true}, {"spawn", c.Spawn, false}, {"list", c.List, false}, {"env_arg", c.EnvArg, false}}
+		{"destroy", c.Destroy, true}, {"destroy_by_name", c.DestroyByName, false}, {"spawn", c.Spawn, false}, {"list", c.List, false}, {"env_arg", c.EnvArg, false}}
 	usesEnv := false
 	for _, s := range steps {
 		path := "$.command." + s.name

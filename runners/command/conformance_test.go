@@ -17,11 +17,12 @@ func dockerCLI() targets.Command {
 		Create: []string{"docker", "run", "--detach", "--name", "${NAME}", "--label", "sandcheck.runner=command-conformance",
 			"--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "64",
 			"--mount", "type=volume,dst=/.sandcheck", "${ENV_ARGS}", "${IMAGE}", "sleep", "3600"},
-		Exec:    []string{"docker", "exec", "${ID}", "${ARGV}"},
-		CopyIn:  []string{"docker", "cp", "${SRC}", "${ID}:${DST}"},
-		Destroy: []string{"docker", "rm", "--force", "--volumes", "${ID}"},
-		List:    []string{"docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", "label=sandcheck.runner=command-conformance"},
-		EnvArg:  []string{"--env", "${KEY}=${VALUE}"},
+		Exec:          []string{"docker", "exec", "${ID}", "${ARGV}"},
+		CopyIn:        []string{"docker", "cp", "${SRC}", "${ID}:${DST}"},
+		Destroy:       []string{"docker", "rm", "--force", "--volumes", "${ID}"},
+		DestroyByName: []string{"docker", "rm", "--force", "--volumes", "${NAME}"},
+		List:          []string{"docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", "label=sandcheck.runner=command-conformance"},
+		EnvArg:        []string{"--env", "${KEY}=${VALUE}"},
 	}
 }
 

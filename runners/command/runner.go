@@ -7,6 +7,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -154,8 +155,8 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	}
 	if err != nil {
 		// A create that timed out or failed may still have made a sandbox
-		// under a name we cannot know; say so.
-		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
+		// under its name: remove it by name when the target can.
+		return nil, fmt.Errorf("%w: %w", runners.ErrStart, errors.Join(err, r.destroyByName(ctx, spec.Name)))
 	}
 	s := &Sandbox{r: r, id: id, env: ea}
 	r.log.Debug("created", "sandbox", id, "seconds", time.Since(t0).Seconds())
@@ -182,4 +183,23 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// destroyByName runs the target's destroy_by_name step after a failed
+// create; without one it says a sandbox may be left.
+func (r *Runner) destroyByName(ctx context.Context, name string) error {
+	if len(r.cfg.DestroyByName) == 0 {
+		return fmt.Errorf("a sandbox named %s may be left on the platform (the target gives no destroy_by_name step)", name)
+	}
+	argv, err := expand("destroy_by_name", r.cfg.DestroyByName, vars{one: map[string]string{"NAME": name}})
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CommandTimeout())
+	defer cancel()
+	res, err := run(dctx, "destroy_by_name", argv)
+	if err == nil && res.ExitCode != 0 {
+		err = stepErr("destroy_by_name", argv, res)
+	}
+	return err
 }
