@@ -61,7 +61,7 @@ func startServer(t *testing.T, flags ...string) (string, string) {
 func testConfig(url string) targets.Gateway {
 	return targets.Gateway{URL: url, AdminKeyEnv: "GATEWAY_ADMIN_KEY", RuntimeProfile: "session",
 		TaskResponse: &targets.TaskResponse{ExitCode: "exit_code", Stdout: "stdout", Stderr: "stderr"},
-		Host: &targets.GatewayHost{Box: "sandbox-${ID}", Egress: "sandbox-egress-${ID}", KeyEnv: "FORCEAI_SCOPED_KEY", KeyCheckPath: "/v1/models"}}
+		Host:         &targets.GatewayHost{Box: "sandbox-${ID}", Egress: "sandbox-egress-${ID}", KeyEnv: "FORCEAI_SCOPED_KEY", KeyCheckPath: "/v1/models"}}
 }
 
 func TestConformance(t *testing.T) {
