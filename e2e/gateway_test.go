@@ -23,9 +23,8 @@ type gatewayServer struct {
 // startGateway builds and starts the gateway test server with the given
 // flags and a fresh admin key, which it puts in GATEWAY_ADMIN_KEY for the
 // test's sandcheck runs. The server deletes its instances when stopped.
-func startGateway(t *testing.T, flags ...string) *gatewayServer {
+func startGateway(t testing.TB, flags ...string) *gatewayServer {
 	t.Helper()
-	binDir(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "gateway")
 	if out, err := exec.Command("go", "build", "-o", bin, "../fixtures/gateway").CombinedOutput(); err != nil {
@@ -72,7 +71,7 @@ func startGateway(t *testing.T, flags ...string) *gatewayServer {
 
 // target writes a copy of a gateway reference target pointing at the
 // server, with edits (old -> new pairs), and returns its path.
-func (g *gatewayServer) target(t *testing.T, name string, edits ...string) string {
+func (g *gatewayServer) target(t testing.TB, name string, edits ...string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("../fixtures/targets", name))
 	if err != nil {
@@ -135,6 +134,7 @@ func teardownFindings(rec *evidence.Record) []string {
 func TestGatewayHardenedAndWeak(t *testing.T) {
 	for _, mode := range []string{"hardened", "weak"} {
 		t.Run(mode, func(t *testing.T) {
+			binDir(t)
 			g := startGateway(t, "--mode", mode)
 			r := sandcheck(t, "run", "--target", g.target(t, "gateway-"+mode+".yaml"), "-q")
 			rec := r.mustRecord(t)
@@ -215,6 +215,7 @@ func TestGatewayFaults(t *testing.T) {
 		{"task-malformed", "POST /v1/runtime/agents/"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
+			binDir(t)
 			g := startGateway(t, "--fault", c.fault)
 			timeout := "timeout: 60s"
 			if c.fault == "spawn-timeout" {
@@ -238,6 +239,7 @@ func TestGatewayFaults(t *testing.T) {
 		})
 	}
 	t.Run("no key in the environment", func(t *testing.T) {
+		binDir(t)
 		g := startGateway(t)
 		tg := g.target(t, "gateway-hardened.yaml")
 		t.Setenv("GATEWAY_ADMIN_KEY", "")
@@ -247,6 +249,7 @@ func TestGatewayFaults(t *testing.T) {
 		}
 	})
 	t.Run("no task_response mapping", func(t *testing.T) {
+		binDir(t)
 		g := startGateway(t)
 		tg := g.target(t, "gateway-hardened.yaml", "  task_response: {exit_code: exit_code, stdout: stdout, stderr: stderr}\n", "")
 		r := sandcheck(t, "run", "--target", tg, "--probes", "privilege.root-uid")
@@ -254,4 +257,15 @@ func TestGatewayFaults(t *testing.T) {
 			t.Errorf("exit %d, stderr %q; want 2 naming task_response", r.code, r.stderr)
 		}
 	})
+}
+
+// BenchmarkGatewayStart prints the median sandbox start time through the
+// gateway runner (spawn, the probe copied in through tasks, its check)
+// over benchRounds runs of one shared-sandbox probe (`make bench`).
+func BenchmarkGatewayStart(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root and a Docker engine")
+	}
+	g := startGateway(b)
+	benchStart(b, "gateway", g.target(b, "gateway-hardened.yaml"))
 }
