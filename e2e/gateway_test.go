@@ -136,7 +136,9 @@ func TestGatewayHardenedAndWeak(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			binDir(t)
 			g := startGateway(t, "--mode", mode)
-			r := sandcheck(t, "run", "--target", g.target(t, "gateway-"+mode+".yaml"), "-q")
+			// Each start copies the probe in through about 50 tasks (a docker
+			// exec each on the server): minutes on a loaded machine.
+			r := sandcheck(t, "run", "--target", g.target(t, "gateway-"+mode+".yaml"), "-q", "--start-timeout", "5m")
 			rec := r.mustRecord(t)
 			if r.code == 2 || len(rec.Errors) > 0 {
 				t.Fatalf("exit %d, harness errors %v\n%s", r.code, rec.Errors, r.stderr)
