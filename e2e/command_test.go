@@ -30,9 +30,22 @@ var commandSessionFindings = map[string]bool{
 // commandWeakHolds are probes the weak docker-CLI target blocks through the
 // command runner: the runner mounts nothing of the harness's into a
 // platform's sandbox (honey credentials, the service-account token, the
-// agent socket, the host honeyfile), and this engine refuses --privileged
-// (no host devices, kernel symbols or privileged syscalls).
-var commandWeakHolds = map[string]string{}
+// agent socket, the host honeyfile, the block-device canary), and the
+// docker-CLI target keeps no storage across runs.
+var commandWeakHolds = map[string]string{
+	"metadata.k8s-service-account":  "no service-account token mounted",
+	"secrets.cloud-cli-credentials": "no honey home mounted",
+	"secrets.kubeconfig":            "no honey home mounted",
+	"secrets.docker-config":         "no honey home mounted",
+	"secrets.netrc":                 "no honey home mounted",
+	"secrets.ssh-keys":              "no honey home mounted",
+	"secrets.git-credentials":       "no honey home mounted",
+	"secrets.package-tokens":        "no honey home mounted",
+	"secrets.agent-socket":          "no agent socket mounted",
+	"host.honeyfile":                "no host folder mounted",
+	"host.block-devices":            "no block device passed in",
+	"persistence.marker-next-run":   "no storage kept from one run to the next",
+}
 
 // containersNamed lists containers whose name holds s.
 func containersNamed(t *testing.T, s string) []string {
