@@ -57,9 +57,11 @@ func (s *Sandbox) task(ctx context.Context, line string) (runners.ExitResult, er
 	t0 := time.Now()
 	var raw map[string]json.RawMessage
 	req := map[string]string{"task": line, "capability": s.r.cfg.Capability}
+	// The caller's deadline bounds the task; the call's own bound is set
+	// past it, so a task cut short reports the caller's deadline.
 	timeout := 10 * time.Minute
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		timeout = time.Until(dl) + time.Second
 	}
 	_, err := s.r.api.call(ctx, http.MethodPost, "/v1/runtime/agents/"+s.id+"/tasks", s.r.admin, req, &raw, timeout)
 	res := runners.ExitResult{ExitCode: -1, Duration: time.Since(t0)}
