@@ -160,6 +160,9 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if tg.Docker != nil {
 		env.Env = e.creds.expandEnv(tg.Docker.Env)
 	}
+	if tg.Command != nil {
+		env.Env = e.creds.expandEnv(tg.Command.Env)
+	}
 	if e.runner, err = runners.Open(ctx, tg, env); err != nil {
 		return nil, err
 	}

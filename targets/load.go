@@ -226,10 +226,22 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkProcess(t.Process)
+	case "command":
+		if t.Command == nil {
+			v.add("$.runner", "runner command needs a command: section")
+			return
+		}
+		v.checkCommand(t.Command)
+	case "gateway":
+		if t.Gateway == nil {
+			v.add("$.runner", "runner gateway needs a gateway: section")
+			return
+		}
+		v.checkGateway(t.Gateway)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway)", t.Runner)
 	}
 }
 

@@ -32,6 +32,12 @@ type Target struct {
 	// Process configures the process runner; required when Runner is
 	// process.
 	Process *Process `yaml:"process,omitempty"`
+	// Command configures the command runner (a platform driven through its
+	// own command-line tool); required when Runner is command.
+	Command *Command `yaml:"command,omitempty"`
+	// Gateway configures the gateway runner (the agent-runtime API);
+	// required when Runner is gateway.
+	Gateway *Gateway `yaml:"gateway,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`
@@ -183,6 +189,9 @@ var EgressProfiles = []string{EgressNone, EgressMirrorOnly, EgressBrokerOnly, Eg
 // EgressProfile is the target's effective egress profile: the declared one,
 // or none for a sandbox without a network and open otherwise.
 func (t *Target) EgressProfile() string {
+	if t.Command != nil {
+		return t.Command.EgressProfile()
+	}
 	if t.Docker == nil {
 		return ""
 	}

@@ -6,6 +6,8 @@ package all
 import (
 	// Each backend registers itself in its init.
 	_ "github.com/sandcheck/sandcheck/runners/bwrap"
+	_ "github.com/sandcheck/sandcheck/runners/command"
 	_ "github.com/sandcheck/sandcheck/runners/docker"
+	_ "github.com/sandcheck/sandcheck/runners/gateway"
 	_ "github.com/sandcheck/sandcheck/runners/process"
 )

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// commandSessionFindings are what the hardened docker-CLI target shows
+// through the command runner and the docker reference does not: the
+// command runner has no task launch, so every task is exec'd into one
+// long-lived sandbox (a session platform), and what one task leaves
+// running or in scratch is there for the next.
+var commandSessionFindings = map[string]bool{
+	"resources.sigterm-ignore":       true,
+	"resources.setsid-daemon":        true,
+	"persistence.background-process": true,
+	"persistence.scratch-not-empty":  true,
+}
+
+// commandWeakHolds are probes the weak docker-CLI target blocks through the
+// command runner: the runner mounts nothing of the harness's into a
+// platform's sandbox (honey credentials, the service-account token, the
+// agent socket, the host honeyfile, the block-device canary), and the
+// docker-CLI target keeps no storage across runs.
+var commandWeakHolds = map[string]string{
+	"metadata.k8s-service-account":  "no service-account token mounted",
+	"secrets.cloud-cli-credentials": "no honey home mounted",
+	"secrets.kubeconfig":            "no honey home mounted",
+	"secrets.docker-config":         "no honey home mounted",
+	"secrets.netrc":                 "no honey home mounted",
+	"secrets.ssh-keys":              "no honey home mounted",
+	"secrets.git-credentials":       "no honey home mounted",
+	"secrets.package-tokens":        "no honey home mounted",
+	"secrets.agent-socket":          "no agent socket mounted",
+	"host.honeyfile":                "no host folder mounted",
+	"host.block-devices":            "no block device passed in",
+	"persistence.marker-next-run":   "no storage kept from one run to the next",
+}
+
+// containersNamed lists containers whose name holds s.
+func containersNamed(t *testing.T, s string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "--all", "--format", "{{.Names}}", "--filter", "name="+s).Output()
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func commandRun(t *testing.T, target string) *evidence.Record {
+	t.Helper()
+	r := sandcheck(t, "run", "--target", "fixtures/targets/"+target, "-q")
+	rec := r.mustRecord(t)
+	if r.code == 2 || len(rec.Errors) > 0 {
+		t.Fatalf("exit %d, harness errors %v\n%s", r.code, rec.Errors, r.stderr)
+	}
+	if left := containersNamed(t, "sandcheck-"+rec.RunID); len(left) > 0 {
+		t.Errorf("the run left sandboxes on the platform: %v", left)
+	}
+	counts := map[probes.Outcome]int{}
+	for i := range rec.Results {
+		counts[rec.Effective(i)]++
+	}
+	t.Logf("%s: %d results, effective %v, %d sandboxes, start %.1fs", target, len(rec.Results), counts, len(rec.Sandboxes), rec.Timing.SandboxStartSeconds)
+	return rec
+}
+
+// notTestedForCommand reports whether a result is not tested for what the
+// command runner lacks (never for another reason).
+func notTestedForCommand(t *testing.T, r evidence.Result) bool {
+	if r.Outcome != probes.NotTested {
+		return false
+	}
+	if !strings.Contains(r.Detail, "runner command lacks") {
+		t.Errorf("%s not tested for another reason: %s", r.Probe, r.Detail)
+	}
+	return true
+}
+
+func TestCommandRunnerHardened(t *testing.T) {
+	rec := commandRun(t, "command-hardened.yaml")
+	byID := map[string]probes.Spec{}
+	for _, s := range probes.Catalog() {
+		byID[s.ID] = s
+	}
+	for i, r := range rec.Results {
+		if notTestedForCommand(t, r) || r.Outcome == probes.NotApplicable {
+			continue
+		}
+		want := byID[r.Probe].Expected(rec.Target.Profile)
+		got := rec.Effective(i)
+		switch {
+		case commandSessionFindings[r.Probe]:
+			if got != probes.Escaped {
+				t.Errorf("%s: %s; the session finding is gone (%s): update commandSessionFindings", r.Probe, got, r.Detail)
+			}
+		case want == probes.Escaped || want == probes.Blocked:
+			if got != want {
+				t.Errorf("%s: effective %s, want %s (%s)", r.Probe, got, want, r.Detail)
+			}
+		}
+	}
+}
+
+func TestCommandRunnerWeak(t *testing.T) {
+	rec := commandRun(t, "command-weak.yaml")
+	for i, r := range rec.Results {
+		if notTestedForCommand(t, r) || r.Outcome == probes.NotApplicable {
+			continue
+		}
+		got := rec.Effective(i)
+		if why, ok := commandWeakHolds[r.Probe]; ok {
+			if got == probes.Escaped {
+				t.Errorf("%s escaped where it held before (%s): update commandWeakHolds", r.Probe, why)
+			}
+			continue
+		}
+		if got != probes.Escaped {
+			t.Errorf("%s: effective %s on the weak target, want escaped (%s)", r.Probe, got, r.Detail)
+		}
+	}
+}
+
+// benchStart runs one shared-sandbox probe benchRounds times against a
+// target and prints the median sandbox start seconds.
+func benchStart(b *testing.B, runner, target string) {
+	bin := os.Getenv("SANDCHECK_BIN")
+	if bin == "" {
+		bin, _ = filepath.Abs("../bin")
+	}
+	var starts []float64
+	for range benchRounds {
+		out := b.TempDir()
+		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", target, "--out", out, "--quiet", "--probes", "privilege.root-uid")
+		cmd.Dir = ".."
+		if outb, err := cmd.CombinedOutput(); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 2 {
+				b.Fatalf("run failed: %v\n%s", err, outb)
+			}
+		}
+		raw, err := os.ReadFile(filepath.Join(out, "run.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rec evidence.Record
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			b.Fatal(err)
+		}
+		starts = append(starts, rec.Timing.SandboxStartSeconds)
+	}
+	slices.Sort(starts)
+	fmt.Printf("runner %-8s median sandbox start %.2fs over %d runs (min %.2fs, max %.2fs)\n", runner, starts[len(starts)/2], len(starts), starts[0], starts[len(starts)-1])
+}
+
+// BenchmarkCommandStart prints the median sandbox start time through the
+// command runner with the docker CLI (create, docker cp of the probe, its
+// check) (`make bench`).
+func BenchmarkCommandStart(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root and a Docker engine")
+	}
+	benchStart(b, "command", "fixtures/targets/command-hardened.yaml")
+}
