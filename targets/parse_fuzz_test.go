@@ -32,8 +32,26 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if tg.Docker == nil || tg.Schema != Schema || tg.Digest == "" {
-			t.Fatalf("accepted target without docker, schema or digest: %+v", tg)
+		if !hasRunnerSection(tg) || tg.Schema != Schema || tg.Digest == "" {
+			t.Fatalf("accepted target without its runner's section, schema or digest: %+v", tg)
 		}
 	})
+}
+
+// hasRunnerSection reports whether the target carries the section its
+// runner reads.
+func hasRunnerSection(tg *Target) bool {
+	switch tg.Runner {
+	case "docker":
+		return tg.Docker != nil
+	case "bwrap":
+		return tg.Bwrap != nil
+	case "process":
+		return tg.Process != nil
+	case "command":
+		return tg.Command != nil
+	case "gateway":
+		return tg.Gateway != nil
+	}
+	return false
 }
