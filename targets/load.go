@@ -139,7 +139,7 @@ func (v *validator) check(t *Target) {
 	if !namePattern.MatchString(t.Name) {
 		v.add("$.name", "must be lower-case letters, digits, '.', '_' or '-' (got %q)", t.Name)
 	}
-	if t.Image == "" {
+	if t.Image == "" && t.Runner == "docker" {
 		v.add("$.image", "is required")
 	}
 	if !slices.Contains(probes.Profiles, t.Profile) {
@@ -165,10 +165,22 @@ func (v *validator) check(t *Target) {
 		if t.Inputs != nil {
 			v.checkInputsClash(t.Inputs, t.Docker)
 		}
+	case "bwrap":
+		if t.Bwrap == nil {
+			v.add("$.runner", "runner bwrap needs a bwrap: section")
+			return
+		}
+		v.checkBwrap(t.Bwrap)
+	case "process":
+		if t.Process == nil {
+			v.add("$.runner", "runner process needs a process: section")
+			return
+		}
+		v.checkProcess(t.Process)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process)", t.Runner)
 	}
 }
 

@@ -13,9 +13,10 @@ type Target struct {
 	Schema string `yaml:"schema"`
 	// Name names the target in reports, waivers and sandbox labels.
 	Name string `yaml:"name"`
-	// Runner is how sandboxes are started: docker.
+	// Runner is how sandboxes are started: docker, bwrap or process.
 	Runner string `yaml:"runner"`
-	// Image is the sandbox image, present locally (sandcheck never pulls).
+	// Image is the sandbox image, present locally (sandcheck never pulls);
+	// required for docker only (bwrap and process use the host's files).
 	Image string `yaml:"image"`
 	// Profile is the design guide's profile the platform runs this target
 	// under (no-network-transform, package-build, brokered-data-task,
@@ -26,6 +27,11 @@ type Target struct {
 	Description string `yaml:"description,omitempty"`
 	// Docker configures the docker runner; required when Runner is docker.
 	Docker *Docker `yaml:"docker,omitempty"`
+	// Bwrap configures the bwrap runner; required when Runner is bwrap.
+	Bwrap *Bwrap `yaml:"bwrap,omitempty"`
+	// Process configures the process runner; required when Runner is
+	// process.
+	Process *Process `yaml:"process,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`
