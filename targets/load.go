@@ -177,10 +177,16 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkProcess(t.Process)
+	case "opensandbox":
+		if t.OpenSandbox == nil {
+			v.add("$.runner", "runner opensandbox needs an opensandbox: section")
+			return
+		}
+		v.checkOpenSandbox(t)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, opensandbox)", t.Runner)
 	}
 }
 

@@ -32,6 +32,9 @@ type Target struct {
 	// Process configures the process runner; required when Runner is
 	// process.
 	Process *Process `yaml:"process,omitempty"`
+	// OpenSandbox configures the opensandbox runner; required when Runner
+	// is opensandbox.
+	OpenSandbox *OpenSandbox `yaml:"opensandbox,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`

@@ -1,0 +1,95 @@
+package opensandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// Sandbox is one OpenSandbox sandbox. Its methods are safe for concurrent
+// use.
+type Sandbox struct {
+	id    string
+	name  string
+	api   *client
+	execd *execd
+	log   interface {
+		Debug(string, ...any)
+		Warn(string, ...any)
+	}
+	// Endpoint is execd's endpoint as the lifecycle server named it.
+	Endpoint string
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// ID is the sandbox id the lifecycle server gave.
+func (s *Sandbox) ID() string { return s.id }
+
+// Exec runs argv through execd's POST /command (as one shell command line)
+// and reads its event stream; see execd.run.
+func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, error) {
+	if len(argv) == 0 {
+		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
+	}
+	res, err := s.execd.run(ctx, shellQuote(argv))
+	if err != nil {
+		return res, fmt.Errorf("running %s in sandbox %s: %w", argv[0], s.id, err)
+	}
+	return res, nil
+}
+
+// CopyIn uploads one host file through execd's POST /files/upload, keeping
+// its permission bits.
+func (s *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
+	if !path.IsAbs(sandboxPath) || path.Clean(sandboxPath) != sandboxPath || sandboxPath == "/" {
+		return fmt.Errorf("copying %s in: %q is not a clean absolute file path", hostPath, sandboxPath)
+	}
+	return s.execd.upload(ctx, hostPath, sandboxPath, 0o644)
+}
+
+// Close deletes the sandbox (DELETE, 204; a 404 means it is already gone)
+// and waits until the server no longer lists it as alive. It ignores ctx's
+// cancellation so a cancelled run still cleans up, and is bounded on its
+// own; calling it again is safe.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	if err := s.api.delete(ctx, s.id); err != nil && !errors.Is(err, errNotFound) {
+		return fmt.Errorf("deleting sandbox %s: %w", s.id, err)
+	}
+	for {
+		info, err := s.api.get(ctx, s.id)
+		if errors.Is(err, errNotFound) || (err == nil && info.Status.State == "Terminated") {
+			break
+		}
+		if err == nil && info.Status.State == "Failed" {
+			return fmt.Errorf("deleting sandbox %s: the server reports it Failed: %s", s.id, info.Status.Message)
+		}
+		if err != nil {
+			// The delete was accepted (204) but the server cannot be asked
+			// how it went: the delete stands, the wait is given up.
+			s.log.Warn("sandbox deleted, its state unreadable", "id", s.id, "err", err)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deleting sandbox %s: still there after %s (last: %v)", s.id, closeTimeout, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	s.closed = true
+	s.log.Debug("sandbox deleted", "id", s.id)
+	return nil
+}
