@@ -76,7 +76,9 @@ var (
 func (o *OpenSandbox) PollEvery() time.Duration { return durationOr(o.PollInterval, 2*time.Second) }
 
 // CallTimeout bounds one API call (RequestTimeout, default 30s).
-func (o *OpenSandbox) CallTimeout() time.Duration { return durationOr(o.RequestTimeout, 30*time.Second) }
+func (o *OpenSandbox) CallTimeout() time.Duration {
+	return durationOr(o.RequestTimeout, 30*time.Second)
+}
 
 func durationOr(s string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(s); err == nil && d > 0 {

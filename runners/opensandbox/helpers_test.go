@@ -63,3 +63,11 @@ func testCfg(url string) targets.OpenSandbox {
 	return targets.OpenSandbox{URL: url, PollInterval: "200ms", RequestTimeout: "5s",
 		Resources: &targets.OpenSandboxResources{CPU: "1", Memory: "256Mi"}}
 }
+
+func copyExec(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
