@@ -61,9 +61,26 @@ func (e *execd) request(ctx context.Context, method, path string, body io.Reader
 // execution_complete). When ctx ends first it interrupts the command and
 // returns exit code -1 with ctx's error.
 func (e *execd) run(ctx context.Context, command string) (runners.ExitResult, error) {
+	return e.runBody(ctx, map[string]any{"command": command})
+}
+
+// spawn starts a command in the background (execd's background mode) as
+// uid with extra environment and returns once execd has taken it.
+func (e *execd) spawn(ctx context.Context, command string, uid int, envs map[string]string) error {
+	res, err := e.runBody(ctx, map[string]any{"command": command, "background": true, "uid": uid, "envs": envs})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("execd POST /command (background): exit %d: %s", res.ExitCode, snippet(res.Stderr))
+	}
+	return nil
+}
+
+func (e *execd) runBody(ctx context.Context, cmd map[string]any) (runners.ExitResult, error) {
 	res := runners.ExitResult{ExitCode: -1}
 	start := time.Now()
-	body, _ := json.Marshal(map[string]any{"command": command})
+	body, _ := json.Marshal(cmd)
 	req, err := e.request(ctx, http.MethodPost, "/command", bytes.NewReader(body))
 	if err != nil {
 		return res, fmt.Errorf("execd POST /command: %w", err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,28 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 		return res, fmt.Errorf("running %s in sandbox %s: %w", argv[0], s.id, err)
 	}
 	return res, nil
+}
+
+// Spawn starts argv in the background through execd as user (a numeric
+// uid) with env added ("K=V" words), without waiting for it: a platform
+// agent beside the task.
+func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("spawn: empty command")
+	}
+	uid, err := strconv.Atoi(user)
+	if err != nil {
+		return fmt.Errorf("spawning %s in sandbox %s: user %q is not a numeric uid", argv[0], s.id, user)
+	}
+	envs := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		envs[k] = v
+	}
+	if err := s.execd.spawn(ctx, shellQuote(argv), uid, envs); err != nil {
+		return fmt.Errorf("spawning %s in sandbox %s: %w", argv[0], s.id, err)
+	}
+	return nil
 }
 
 // CopyIn uploads one host file through execd's POST /files/upload, keeping
