@@ -42,6 +42,13 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 	}
 	res, err := s.execd.run(ctx, shellQuote(argv))
 	if err != nil {
+		if ctx.Err() == nil {
+			// Say whether the platform reports the sandbox dead: a broken
+			// stream then means the sandbox went, not the connection.
+			if state := s.state(ctx); state != "" {
+				err = fmt.Errorf("%w (the platform now reports the sandbox %s)", err, state)
+			}
+		}
 		return res, fmt.Errorf("running %s in sandbox %s: %w", argv[0], s.id, err)
 	}
 	return res, nil
@@ -67,6 +74,19 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 		return fmt.Errorf("spawning %s in sandbox %s: %w", argv[0], s.id, err)
 	}
 	return nil
+}
+
+// state is the sandbox's state with reason and message when it is no
+// longer Running, "" otherwise or when it cannot be read.
+func (s *Sandbox) state(ctx context.Context) string {
+	info, err := s.api.get(ctx, s.id)
+	switch {
+	case errors.Is(err, errNotFound):
+		return "gone"
+	case err != nil || info.Status.State == "Running":
+		return ""
+	}
+	return strings.TrimSpace(info.Status.State + ": " + info.Status.Reason + " " + info.Status.Message)
 }
 
 // CopyIn uploads one host file through execd's POST /files/upload, keeping
