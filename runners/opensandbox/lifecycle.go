@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,8 +84,9 @@ func (c *client) call(ctx context.Context, method, path string, body, out any, w
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("opensandbox %s: no answer within %s: %w", name, c.timeout, ctx.Err())
+		var ne net.Error
+		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+			return fmt.Errorf("opensandbox %s: no answer within %s: %w", name, c.timeout, err)
 		}
 		return fmt.Errorf("opensandbox %s: %w", name, err)
 	}
