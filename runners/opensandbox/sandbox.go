@@ -76,17 +76,31 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 	return nil
 }
 
-// state is the sandbox's state with reason and message when it is no
-// longer Running, "" otherwise or when it cannot be read.
+// deathWait bounds how long a broken stream waits for the platform to
+// report the sandbox dead (a dying container is still running for a moment).
+const deathWait = 5 * time.Second
+
+// state is the sandbox's state with reason and message once it is no
+// longer Running; "" when it stays Running for deathWait or cannot be read.
 func (s *Sandbox) state(ctx context.Context) string {
-	info, err := s.api.get(ctx, s.id)
-	switch {
-	case errors.Is(err, errNotFound):
-		return "gone"
-	case err != nil || info.Status.State == "Running":
-		return ""
+	ctx, cancel := context.WithTimeout(ctx, deathWait)
+	defer cancel()
+	for {
+		info, err := s.api.get(ctx, s.id)
+		switch {
+		case errors.Is(err, errNotFound):
+			return "gone"
+		case err != nil:
+			return ""
+		case info.Status.State != "Running":
+			return strings.TrimSpace(info.Status.State + ": " + info.Status.Reason + " " + info.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return strings.TrimSpace(info.Status.State + ": " + info.Status.Reason + " " + info.Status.Message)
 }
 
 // CopyIn uploads one host file through execd's POST /files/upload, keeping
