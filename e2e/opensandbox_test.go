@@ -44,6 +44,9 @@ func osbServer(t *testing.T, target string, cfg fixture.Config) (string, *fixtur
 		if live := srv.Live(); len(live) > 0 {
 			t.Errorf("the run left sandboxes on the server: %v", live)
 		}
+		if left, err := srv.Containers(context.Background()); err != nil || len(left) > 0 {
+			t.Errorf("containers left by the server's sandboxes: %v %v", left, err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {

@@ -48,6 +48,9 @@ func startServer(t *testing.T, cfg fixture.Config) (*fixture.Server, string) {
 		if live := srv.Live(); len(live) > 0 {
 			t.Errorf("sandboxes left on the server after the test: %v", live)
 		}
+		if left, err := srv.Containers(context.Background()); err != nil || len(left) > 0 {
+			t.Errorf("containers left by the server's sandboxes: %v %v", left, err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
