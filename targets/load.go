@@ -238,10 +238,16 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkGateway(t.Gateway)
+	case "opensandbox":
+		if t.OpenSandbox == nil {
+			v.add("$.runner", "runner opensandbox needs an opensandbox: section")
+			return
+		}
+		v.checkOpenSandbox(t)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway, opensandbox)", t.Runner)
 	}
 }
 

@@ -52,6 +52,8 @@ func hasRunnerSection(tg *Target) bool {
 		return tg.Command != nil
 	case "gateway":
 		return tg.Gateway != nil
+	case "opensandbox":
+		return tg.OpenSandbox != nil
 	}
 	return false
 }

@@ -38,6 +38,9 @@ type Target struct {
 	// Gateway configures the gateway runner (the agent-runtime API);
 	// required when Runner is gateway.
 	Gateway *Gateway `yaml:"gateway,omitempty"`
+	// OpenSandbox configures the opensandbox runner; required when Runner
+	// is opensandbox.
+	OpenSandbox *OpenSandbox `yaml:"opensandbox,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`

@@ -9,5 +9,6 @@ import (
 	_ "github.com/sandcheck/sandcheck/runners/command"
 	_ "github.com/sandcheck/sandcheck/runners/docker"
 	_ "github.com/sandcheck/sandcheck/runners/gateway"
+	_ "github.com/sandcheck/sandcheck/runners/opensandbox"
 	_ "github.com/sandcheck/sandcheck/runners/process"
 )

@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	fixture "github.com/sandcheck/sandcheck/fixtures/opensandbox"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// The real upstream daemons the fixture server runs (checked against their
+// SHA256SUMS by the server).
+const (
+	osbExecd  = "/work/shared/opensandbox/execd"
+	osbEgress = "/work/shared/opensandbox/egress"
+)
+
+// osbServer runs the OpenSandbox fixture server on a loopback port with a
+// fresh API key in OPEN_SANDBOX_API_KEY (the variable the reference targets
+// name) and returns a copy of the reference target pointed at it. At
+// cleanup it fails the test for any sandbox the run left on the server.
+func osbServer(t *testing.T, target string, cfg fixture.Config) (string, *fixture.Server) {
+	t.Helper()
+	binDir(t)
+	key := "osb-e2e-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000")
+	t.Setenv("OPEN_SANDBOX_API_KEY", key)
+	cfg.Execd, cfg.APIKey = osbExecd, key
+	srv, err := fixture.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("fixture server: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(srv.Live()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if live := srv.Live(); len(live) > 0 {
+			t.Errorf("the run left sandboxes on the server: %v", live)
+		}
+		if left, err := srv.Containers(context.Background()); err != nil || len(left) > 0 {
+			t.Errorf("containers left by the server's sandboxes: %v %v", left, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("closing the fixture server: %v", err)
+		}
+	})
+	b, err := os.ReadFile(filepath.Join("..", "fixtures", "targets", target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "url:") {
+			lines[i] = "  url: " + hs.URL + "/v1"
+		}
+	}
+	path := filepath.Join(t.TempDir(), target)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, srv
+}
+
+// keyNowhere fails the test when the API key shows up in the run's output
+// folder or its console output.
+func keyNowhere(t *testing.T, r run) {
+	t.Helper()
+	key := os.Getenv("OPEN_SANDBOX_API_KEY")
+	if strings.Contains(r.stdout, key) || strings.Contains(r.stderr, key) {
+		t.Error("the API key appears in sandcheck's output")
+	}
+	filepath.Walk(r.out, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), key) {
+				t.Errorf("the API key appears in %s", p)
+			}
+		}
+		return nil
+	})
+}
+
+func outcomes(r run) map[string]probes.Outcome {
+	m := map[string]probes.Outcome{}
+	for i, res := range r.rec.Results {
+		m[res.Probe] = r.rec.Effective(i)
+	}
+	return m
+}
+
+// TestOpenSandboxControls runs the full catalog through the opensandbox
+// runner against the weak (upstream defaults) and hardened (gVisor, execd
+// token, deny-all policy with the dns+nft egress sidecar, limits) servers.
+// It checks the controls that hold through this runner: the weak
+// configuration lets the probes that need no harness network escape where
+// the hardened one holds them; probes needing a host view are not tested,
+// never passed.
+func TestOpenSandboxControls(t *testing.T) {
+	weakT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{})
+	weak := sandcheck(t, "run", "--target", weakT)
+	weak.mustRecord(t)
+	keyNowhere(t, weak)
+	if weak.code != 1 {
+		t.Errorf("weak: exit %d, want 1 (stderr %s)", weak.code, weak.stderr)
+	}
+	if len(weak.rec.Errors) > 0 {
+		t.Errorf("weak: harness errors %v", weak.rec.Errors)
+	}
+	wo := outcomes(weak)
+
+	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdToken: "e2e-execd-token",
+		Egress: osbEgress, EgressMode: "dns+nft"})
+	hard := sandcheck(t, "run", "--target", hardT)
+	hard.mustRecord(t)
+	keyNowhere(t, hard)
+	ho := outcomes(hard)
+
+	// Held by the hardened configuration, escaped in the weak one.
+	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy"} {
+		if wo[id] != probes.Escaped {
+			t.Errorf("weak: %s is %s, want escaped", id, wo[id])
+		}
+		if ho[id] == probes.Escaped {
+			t.Errorf("hardened: %s escaped", id)
+		}
+	}
+	// The egress probes settle on the hardened configuration: a sidecar
+	// enforces the policy and refuses its API to the box.
+	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api"} {
+		if ho[id] != probes.Blocked {
+			t.Errorf("hardened: %s is %s, want blocked", id, ho[id])
+		}
+	}
+	if wo["egress.opensandbox-policy-api"] != probes.NotApplicable {
+		t.Errorf("weak: egress.opensandbox-policy-api is %s, want not-applicable (no sidecar without a policy)", wo["egress.opensandbox-policy-api"])
+	}
+	// What neither configuration holds, because the API offers no control
+	// for it (execd runs commands as root, with its own token in their
+	// environment on the hardened server; no read-only root filesystem).
+	for _, id := range []string{"privilege.root-uid", "persistence.rootfs-write", "privilege.opensandbox-execd-unauthenticated"} {
+		if wo[id] != probes.Escaped || ho[id] != probes.Escaped {
+			t.Errorf("%s: weak %s, hardened %s; want escaped in both (the API has no control for it)", id, wo[id], ho[id])
+		}
+	}
+	// A probe needing what the API cannot give is not tested, never passed.
+	for _, s := range probes.Catalog() {
+		if len(s.Requires()) > 0 && (wo[s.ID] == probes.Blocked || ho[s.ID] == probes.Blocked) {
+			t.Errorf("%s needs %v, which the opensandbox runner lacks, yet graded blocked", s.ID, s.Requires())
+		}
+	}
+	// The platform kills the whole sandbox (gVisor sentry and execd with it)
+	// at its memory limit: the resource probes that push it lose their
+	// stream, which the engine records as a harness error (exit 2), with
+	// the platform's own account of the death. Anything else is a failure.
+	for _, e := range hard.rec.Errors {
+		if !strings.HasPrefix(e, "probe resources.") || !strings.Contains(e, "the platform now reports the sandbox Failed") {
+			t.Errorf("hardened: harness error %q", e)
+		}
+	}
+	if hard.code != 1 && !(hard.code == 2 && len(hard.rec.Errors) > 0) {
+		t.Errorf("hardened: exit %d (errors %v)", hard.code, hard.rec.Errors)
+	}
+	t.Logf("hardened: exit %d, harness errors %v", hard.code, hard.rec.Errors)
+}
+
+// TestOpenSandboxFaults: a platform whose API answers 500, malformed JSON or
+// nothing, never brings the sandbox to Running, or refuses the key makes
+// the run exit 2 with an error naming the call; evidence is kept, the key
+// is nowhere, and no sandbox is left on the server (osbServer's cleanup).
+func TestOpenSandboxFaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		cfg    fixture.Config
+		key    string
+		wantIn string
+	}{
+		{"endpoint-500", fixture.Config{Faults: map[string]string{"endpoint": "500"}}, "", "/endpoints/44772: status 500"},
+		{"get-malformed", fixture.Config{Faults: map[string]string{"get": "malformed"}}, "", "malformed JSON"},
+		{"create-timeout", fixture.Config{Faults: map[string]string{"create": "hang"}}, "", "POST /sandboxes: no answer within"},
+		{"never-running", fixture.Config{NeverRunning: true}, "", "still Pending after"},
+		{"key-refused", fixture.Config{}, "wrong-key", "refused the API key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			target, _ := osbServer(t, "opensandbox-weak.yaml", c.cfg)
+			b, _ := os.ReadFile(target)
+			os.WriteFile(target, []byte(string(b)+"  request_timeout: 3s\n  poll_interval: 200ms\n"), 0o644)
+			if c.key != "" {
+				t.Setenv("OPEN_SANDBOX_API_KEY", c.key)
+			}
+			r := sandcheck(t, "run", "--target", target, "--probes", "privilege.root-uid", "--start-timeout", "10s")
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2 (stderr %s)", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.wantIn) {
+				t.Errorf("stderr does not name the failing call (%q):\n%s", c.wantIn, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(r.out, "evidence.jsonl")); err != nil {
+				t.Errorf("no evidence kept: %v", err)
+			}
+			keyNowhere(t, r)
+		})
+	}
+}

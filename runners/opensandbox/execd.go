@@ -1,0 +1,306 @@
+package opensandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// maxFrame bounds one event of execd's stream (one output line).
+const maxFrame = 16 << 20
+
+// interruptTimeout bounds the interrupt sent for a command whose caller gave
+// up.
+const interruptTimeout = 5 * time.Second
+
+// execd speaks one sandbox's execd API (execd-api.yaml) at the endpoint the
+// lifecycle server gave, with the headers it gave.
+type execd struct {
+	base    string
+	headers map[string]string
+	http    *http.Client
+}
+
+// event is one frame of the command stream.
+type event struct {
+	Type  string `json:"type"`
+	Text  string `json:"text"`
+	Error *struct {
+		Ename  string `json:"ename"`
+		Evalue string `json:"evalue"`
+	} `json:"error"`
+}
+
+func (e *execd) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, e.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range e.headers {
+		req.Header.Set(k, v)
+	}
+	return req, nil
+}
+
+// run runs a shell command and reads its event stream: output kept up to
+// runners.MaxOutput per stream, the exit code from CommandExecError (0 on
+// execution_complete). When ctx ends first it interrupts the command and
+// returns exit code -1 with ctx's error.
+func (e *execd) run(ctx context.Context, command string) (runners.ExitResult, error) {
+	return e.runBody(ctx, map[string]any{"command": command})
+}
+
+// spawn starts a command in the background (execd's background mode) as
+// uid with extra environment and returns once execd has taken it.
+func (e *execd) spawn(ctx context.Context, command string, uid int, envs map[string]string) error {
+	res, err := e.runBody(ctx, map[string]any{"command": command, "background": true, "uid": uid, "envs": envs})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("execd POST /command (background): exit %d: %s", res.ExitCode, snippet(res.Stderr))
+	}
+	return nil
+}
+
+func (e *execd) runBody(ctx context.Context, cmd map[string]any) (runners.ExitResult, error) {
+	res := runners.ExitResult{ExitCode: -1}
+	start := time.Now()
+	body, _ := json.Marshal(cmd)
+	req, err := e.request(ctx, http.MethodPost, "/command", bytes.NewReader(body))
+	if err != nil {
+		return res, fmt.Errorf("execd POST /command: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("execd POST /command: %w", ctx.Err())
+		}
+		return res, fmt.Errorf("execd POST /command: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return res, fmt.Errorf("execd POST /command: status %s: %s", resp.Status, snippet(raw))
+	}
+	out, errOut := newCapped(), newCapped()
+	var cmdID string
+	finish := func() runners.ExitResult {
+		res.Stdout, res.Stderr = out.buf, errOut.buf
+		res.Truncated = out.over || errOut.over
+		res.Duration = time.Since(start)
+		return res
+	}
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		frame, err := readFrame(rd)
+		if err != nil {
+			if ctx.Err() != nil {
+				e.interrupt(cmdID)
+				return finish(), fmt.Errorf("execd POST /command: %w", ctx.Err())
+			}
+			if errors.Is(err, io.EOF) {
+				return finish(), errors.New("execd POST /command: the stream ended without execution_complete or an error event")
+			}
+			return finish(), fmt.Errorf("execd POST /command: reading the stream: %w", err)
+		}
+		if frame == nil {
+			continue
+		}
+		var ev event
+		if err := json.Unmarshal(frame, &ev); err != nil {
+			return finish(), fmt.Errorf("execd POST /command: malformed event %s: %w", snippet(frame), err)
+		}
+		switch ev.Type {
+		case "init":
+			cmdID = ev.Text
+		case "stdout":
+			out.line(ev.Text)
+		case "stderr":
+			errOut.line(ev.Text)
+		case "execution_complete":
+			res.ExitCode = 0
+			return finish(), nil
+		case "error":
+			if ev.Error == nil {
+				return finish(), fmt.Errorf("execd POST /command: error event without an error: %s", snippet(frame))
+			}
+			if ev.Error.Ename != "CommandExecError" {
+				return finish(), fmt.Errorf("execd POST /command: %s: %s", ev.Error.Ename, ev.Error.Evalue)
+			}
+			code, err := strconv.Atoi(ev.Error.Evalue)
+			if err != nil {
+				return finish(), fmt.Errorf("execd POST /command: CommandExecError with exit value %q", ev.Error.Evalue)
+			}
+			res.ExitCode = code
+			return finish(), nil
+		}
+		// ping and event types this build does not know are skipped.
+	}
+}
+
+// readFrame reads one line of the stream: a bare JSON event, or (as the
+// official SDK also accepts) one with a "data:" prefix. Blank lines give nil.
+func readFrame(rd *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := rd.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxFrame {
+			return nil, fmt.Errorf("an event over %d bytes", maxFrame)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && (len(bytes.TrimSpace(line)) == 0 || !errors.Is(err, io.EOF)) {
+			return nil, err
+		}
+		break
+	}
+	line = bytes.TrimSpace(line)
+	line = bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))
+	if len(line) == 0 {
+		return nil, nil
+	}
+	return line, nil
+}
+
+// interrupt asks execd to stop a command the caller gave up on.
+func (e *execd) interrupt(id string) {
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), interruptTimeout)
+	defer cancel()
+	req, err := e.request(ctx, http.MethodDelete, "/command?id="+url.QueryEscape(id), nil)
+	if err != nil {
+		return
+	}
+	if resp, err := e.http.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// upload sends one host file to path inside the sandbox with mode (octal
+// digits as execd reads them, e.g. 755), as the multipart pair metadata +
+// file.
+func (e *execd) upload(ctx context.Context, hostPath, path string, mode os.FileMode) error {
+	f, err := os.Open(hostPath)
+	if err != nil {
+		return fmt.Errorf("execd POST /files/upload: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("execd POST /files/upload: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("execd POST /files/upload: %s is not a regular file", hostPath)
+	}
+	meta, _ := json.Marshal(map[string]any{"path": path, "mode": modeDigits(mode)})
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		pw.CloseWithError(writeParts(mw, meta, f))
+	}()
+	req, err := e.request(ctx, http.MethodPost, "/files/upload", pr)
+	if err != nil {
+		pr.Close()
+		return fmt.Errorf("execd POST /files/upload: %w", err)
+	}
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := e.http.Do(req)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		return fmt.Errorf("execd POST /files/upload of %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("execd POST /files/upload of %s: status %s: %s", path, resp.Status, snippet(raw))
+	}
+	return nil
+}
+
+func writeParts(mw *multipart.Writer, meta []byte, f io.Reader) error {
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="metadata"; filename="metadata"`)
+	h.Set("Content-Type", "application/json")
+	w, err := mw.CreatePart(h)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(meta); err != nil {
+		return err
+	}
+	h = textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="file"; filename="file"`)
+	h.Set("Content-Type", "application/octet-stream")
+	if w, err = mw.CreatePart(h); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, f); err != nil {
+		return err
+	}
+	return mw.Close()
+}
+
+// modeDigits writes a permission mode the way execd's metadata reads it:
+// the octal digits as a decimal number (0755 -> 755).
+func modeDigits(m os.FileMode) int {
+	n, _ := strconv.Atoi(strconv.FormatUint(uint64(m.Perm()), 8))
+	return n
+}
+
+// capped keeps the first runners.MaxOutput bytes of a stream rebuilt from
+// its lines.
+type capped struct {
+	buf   []byte
+	lines int
+	over  bool
+}
+
+func newCapped() *capped { return &capped{} }
+
+// line appends one output line; lines after the first are preceded by the
+// newline execd stripped.
+func (c *capped) line(s string) {
+	if c.lines > 0 {
+		c.add("\n")
+	}
+	c.lines++
+	c.add(s)
+}
+
+func (c *capped) add(s string) {
+	room := runners.MaxOutput - len(c.buf)
+	if len(s) > room {
+		c.over = true
+		s = s[:max(room, 0)]
+	}
+	c.buf = append(c.buf, s...)
+}
+
+// shellQuote joins argv into one POSIX shell command line.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
