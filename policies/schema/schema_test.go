@@ -82,21 +82,51 @@ func TestTargetFilesMatchSchema(t *testing.T) {
 }
 
 // The schema rejects what the parser rejects: a misspelled key, an unknown
-// profile, a docker runner without its section, a wrong type.
+// profile or runner, a runner without its section (or docker and
+// opensandbox without an image), a wrong type, a value out of a section's
+// vocabulary.
 func TestTargetSchemaRejects(t *testing.T) {
 	s, _ := compile(t, "target.schema.json")
 	base := "schema: sandcheck.dev/target/v1\nname: t\nrunner: docker\nimage: i\nprofile: high-risk-code\n"
+	base2 := func(runner string) string { return strings.Replace(base, "runner: docker", "runner: "+runner, 1) }
+	noImage := func(runner string) string { return strings.Replace(base2(runner), "image: i\n", "", 1) }
 	for name, doc := range map[string]string{
-		"misspelled key":   base + "docker:\n  runtime: runc\n  cap_drops: [ALL]\n",
-		"unknown profile":  strings.Replace(base, "high-risk-code", "high-risk", 1) + "docker: {runtime: runc}\n",
-		"no docker":        base,
-		"wrong type":       base + "docker: {runtime: runc, pids_limit: lots}\n",
-		"bad egress":       base + "docker: {runtime: runc, egress: some}\n",
-		"relative tmpfs":   base + "docker: {runtime: runc, tmpfs: [{path: tmp, size: 1Mi}]}\n",
-		"other schema":     strings.Replace(base, "target/v1", "target/v2", 1) + "docker: {runtime: runc}\n",
-		"unknown top key":  base + "docker: {runtime: runc}\nnetwork: none\n",
-		"bad ulimit name":  base + "docker: {runtime: runc, ulimits: [{name: files, soft: 1, hard: 1}]}\n",
-		"gated no release": base + "docker: {runtime: runc}\noutput: {path: /out}\n",
+		"misspelled key":       base + "docker:\n  runtime: runc\n  cap_drops: [ALL]\n",
+		"unknown profile":      strings.Replace(base, "high-risk-code", "high-risk", 1) + "docker: {runtime: runc}\n",
+		"no docker":            base,
+		"wrong type":           base + "docker: {runtime: runc, pids_limit: lots}\n",
+		"bad egress":           base + "docker: {runtime: runc, egress: some}\n",
+		"relative tmpfs":       base + "docker: {runtime: runc, tmpfs: [{path: tmp, size: 1Mi}]}\n",
+		"other schema":         strings.Replace(base, "target/v1", "target/v2", 1) + "docker: {runtime: runc}\n",
+		"unknown top key":      base + "docker: {runtime: runc}\nnetwork: none\n",
+		"bad ulimit name":      base + "docker: {runtime: runc, ulimits: [{name: files, soft: 1, hard: 1}]}\n",
+		"gated no release":     base + "docker: {runtime: runc}\noutput: {path: /out}\n",
+		"docker no image":      strings.Replace(base, "image: i\n", "", 1) + "docker: {runtime: runc}\n",
+		"unknown runner":       strings.Replace(base, "runner: docker", "runner: podman", 1),
+		"docker host key":      base + "docker: {runtime: runc, ipc: shared}\n",
+		"bad volume":           base + "docker: {runtime: runc, volumes: [{name: v, target: data}]}\n",
+		"oom score":            base + "docker: {runtime: runc, oom_score_adj: 2000}\n",
+		"CAP_ prefix":          base + "docker: {runtime: runc, cap_add: [CAP_SYS_ADMIN]}\n",
+		"reserved env":         base + "docker: {runtime: runc, env: {SANDCHECK_X: y}}\n",
+		"no bwrap":             noImage("bwrap"),
+		"bwrap no tmp":         noImage("bwrap") + "bwrap: {host_user: '0', network: harness, tmpfs: [{path: /scratch, size: 1Mi}]}\n",
+		"bwrap no userns":      noImage("bwrap") + "bwrap: {host_user: '1000', network: harness, tmpfs: [{path: /tmp, size: 1Mi}]}\n",
+		"bwrap none no net":    noImage("bwrap") + "bwrap: {host_user: '0', unshare: [pid], network: none, tmpfs: [{path: /tmp, size: 1Mi}]}\n",
+		"bwrap namespace":      noImage("bwrap") + "bwrap: {host_user: '0', unshare: [mnt], network: harness, tmpfs: [{path: /tmp, size: 1Mi}]}\n",
+		"bwrap limits key":     noImage("bwrap") + "bwrap: {host_user: '0', network: harness, tmpfs: [{path: /tmp, size: 1Mi}], limits: {pids: 1}}\n",
+		"no process":           noImage("process"),
+		"process host net":     noImage("process") + "process: {network: host}\n",
+		"command no exec":      base2("command") + "command: {create: [c], copy_in: [c], destroy: [c], network: none}\n",
+		"command no argv":      base2("command") + "command: {create: [c], exec: [c, x], copy_in: [c], destroy: [c], network: none}\n",
+		"command var prog":     base2("command") + "command: {create: ['${IMAGE}'], exec: [c, '${ARGV}'], copy_in: [c], destroy: [c], network: none}\n",
+		"command timeout":      base2("command") + "command: {create: [c], exec: [c, '${ARGV}'], copy_in: [c], destroy: [c], network: none, timeout: soon}\n",
+		"gateway ephemeral":    base2("gateway") + "gateway: {url: 'http://h:1', admin_key_env: K, runtime_profile: ephemeral-task, task_response: {exit_code: e, stdout: o}}\n",
+		"gateway path":         base2("gateway") + "gateway: {url: 'http://h:1/api', admin_key_env: K, runtime_profile: session, task_response: {exit_code: e, stdout: o}}\n",
+		"gateway no map":       base2("gateway") + "gateway: {url: 'http://h:1', admin_key_env: K, runtime_profile: session}\n",
+		"opensandbox no image": noImage("opensandbox") + "opensandbox: {url: 'http://h:1/v1'}\n",
+		"opensandbox short":    base2("opensandbox") + "opensandbox: {url: 'http://h:1/v1', timeout: 30}\n",
+		"opensandbox policy":   base2("opensandbox") + "opensandbox: {url: 'http://h:1/v1', network_policy: {default_action: block}}\n",
+		"verify no key":        base + "docker: {runtime: runc}\nimage_verify: {annotations: {a: b}}\n",
 	} {
 		j, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
@@ -106,15 +136,48 @@ func TestTargetSchemaRejects(t *testing.T) {
 		if err := s.Validate(v); err == nil {
 			t.Errorf("%s: accepted:\n%s", name, doc)
 		}
+		if _, err := targets.Parse("t.yaml", []byte(doc)); err == nil {
+			t.Errorf("%s: the parser accepts it, the schema should too:\n%s", name, doc)
+		}
 	}
 }
 
-// yamlKeys lists the YAML keys of a struct type.
+// A minimal target of each runner, and docker's host settings, are valid
+// for both the schema and the parser.
+func TestTargetSchemaAccepts(t *testing.T) {
+	s, _ := compile(t, "target.schema.json")
+	h := "schema: sandcheck.dev/target/v1\nname: t\nprofile: high-risk-code\n"
+	for name, doc := range map[string]string{
+		"bwrap":   h + "runner: bwrap\nbwrap: {host_user: '0', network: harness, tmpfs: [{path: /tmp, size: 1Mi}], limits: {pids_limit: 1}}\n",
+		"bwrapns": h + "runner: bwrap\nbwrap: {host_user: '1000', unshare: [user, net, uts], hostname: x, network: none, tmpfs: [{path: /tmp, size: 1Mi}]}\n",
+		"process": h + "runner: process\nprocess: {network: none}\n",
+		"command": h + "runner: command\nimage: i\ncommand: {create: [c], exec: [c, '${ARGV}'], copy_in: [c], destroy: [c], network: none, timeout: 1m30s}\n",
+		"gateway": h + "runner: gateway\ngateway: {url: 'http://h:1', admin_key_env: K, runtime_profile: session, task_response: {exit_code: e, stdout: o}}\n",
+		"os":      h + "runner: opensandbox\nimage: i\nopensandbox: {url: 'http://h:1/v1', timeout: 0, resources: {cpu: 500m, memory: 1Gi}, network_policy: {default_action: deny, egress: [{action: allow, target: pypi.org}]}}\n",
+		"dockerh": h + "runner: docker\nimage: i\ndocker: {runtime: runc, network: none, ipc: host, privileged: true, sysctls: {net.ipv4.ip_forward: '1'}, group_add: [audio, '44'], volumes: [{name: v1, target: /data}], extra_hosts: ['h:1.2.3.4'], oom_score_adj: -500, cpu_shares: 2, cpuset_cpus: '0-1', init: true}\nimage_verify: {key: k.pem}\n",
+	} {
+		j, _ := yaml.YAMLToJSON([]byte(doc))
+		v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s: schema: %v", name, err)
+		}
+		if _, err := targets.Parse("t.yaml", []byte(doc)); err != nil {
+			t.Errorf("%s: parser: %v", name, err)
+		}
+	}
+}
+
+// yamlKeys lists the YAML keys of a struct type, the keys of an inlined
+// struct (`yaml:",inline"`) included.
 func yamlKeys(t reflect.Type) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if tag != "" && tag != "-" {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case tag == "" && slices.Contains(strings.Split(opts, ","), "inline"):
+			out = append(out, yamlKeys(f.Type)...)
+		case tag != "" && tag != "-":
 			out = append(out, tag)
 		}
 	}
@@ -153,21 +216,51 @@ func TestTargetSchemaMatchesParser(t *testing.T) {
 		{"ulimit", defs["ulimit"].(map[string]any), targets.Ulimit{}},
 		{"mount", defs["mount"].(map[string]any), targets.Mount{}},
 		{"device", defs["device"].(map[string]any), targets.Device{}},
+		{"volume", defs["volume"].(map[string]any), targets.Volume{}},
 		{"output", defs["output"].(map[string]any), targets.Output{}},
 		{"inputs", defs["inputs"].(map[string]any), targets.Inputs{}},
+		{"bwrap", defs["bwrap"].(map[string]any), targets.Bwrap{}},
+		{"limits", defs["limits"].(map[string]any), targets.Limits{}},
+		{"process", defs["process"].(map[string]any), targets.Process{}},
+		{"command", defs["command"].(map[string]any), targets.Command{}},
+		{"gateway", defs["gateway"].(map[string]any), targets.Gateway{}},
+		{"gateway_task_response", defs["gateway_task_response"].(map[string]any), targets.TaskResponse{}},
+		{"gateway_host", defs["gateway_host"].(map[string]any), targets.GatewayHost{}},
+		{"opensandbox", defs["opensandbox"].(map[string]any), targets.OpenSandbox{}},
+		{"opensandbox_resources", defs["opensandbox_resources"].(map[string]any), targets.OpenSandboxResources{}},
+		{"opensandbox_policy", defs["opensandbox_policy"].(map[string]any), targets.OpenSandboxPolicy{}},
+		{"opensandbox_rule", defs["opensandbox_rule"].(map[string]any), targets.OpenSandboxRule{}},
+		{"image_verify", defs["image_verify"].(map[string]any), targets.ImageVerify{}},
 	} {
 		want := yamlKeys(reflect.TypeOf(c.typ))
 		if got := schemaKeys(t, c.node); !slices.Equal(got, want) {
 			t.Errorf("%s: schema keys %v, parser keys %v", c.name, got, want)
 		}
 	}
-	names := doc["$defs"].(map[string]any)["ulimit"].(map[string]any)["properties"].(map[string]any)["name"].(map[string]any)["enum"]
-	var got []string
-	for _, n := range names.([]any) {
-		got = append(got, n.(string))
+	// The vocabularies the parser exports are the schema's enums.
+	enum := func(node any) []string {
+		var out []string
+		for _, n := range node.(map[string]any)["enum"].([]any) {
+			out = append(out, n.(string))
+		}
+		return out
 	}
-	if !slices.Equal(got, targets.UlimitNames) {
-		t.Errorf("ulimit names %v, parser %v", got, targets.UlimitNames)
+	prop := func(def, key string) any {
+		return defs[def].(map[string]any)["properties"].(map[string]any)[key]
+	}
+	for _, c := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"ulimit names", enum(prop("ulimit", "name")), targets.UlimitNames},
+		{"docker egress", enum(prop("docker", "egress")), targets.EgressProfiles},
+		{"command egress", enum(prop("command", "egress")), targets.EgressProfiles},
+		{"bwrap unshare", enum(prop("bwrap", "unshare").(map[string]any)["items"]), targets.BwrapNamespaces},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s %v, parser %v", c.name, c.got, c.want)
+		}
 	}
 }
 
