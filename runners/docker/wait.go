@@ -73,5 +73,28 @@ func (s *Sandbox) Wait(ctx context.Context) (runners.ExitResult, error) {
 	if copyErr != nil {
 		return finish(), fmt.Errorf("reading the task's output: %w", copyErr)
 	}
+	if !stdout.over && !stderr.over {
+		// The follower can end before the engine's log driver has written
+		// the task's last, unterminated line (seen under load, and under
+		// runsc); the task has exited, so its log is complete now: read it
+		// once more and keep the fuller copy.
+		if o, e, err := s.readLogs(ctx); err == nil && len(o.buf)+len(e.buf) > len(stdout.buf)+len(stderr.buf) {
+			stdout, stderr = o, e
+		}
+	}
 	return finish(), nil
+}
+
+// readLogs reads a stopped sandbox's whole log once, capped like Wait.
+func (s *Sandbox) readLogs(ctx context.Context) (*capped, *capped, error) {
+	logs, err := s.cli.ContainerLogs(ctx, s.id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logs.Close()
+	o, e := newCapped(runners.MaxOutput), newCapped(runners.MaxOutput)
+	if _, err := stdcopy.StdCopy(o, e, logs); err != nil {
+		return nil, nil, err
+	}
+	return o, e, nil
 }
