@@ -15,9 +15,9 @@ import (
 
 // The real upstream daemons the fixture server runs (checked against their
 // SHA256SUMS by the server).
-const (
-	osbExecd  = "/work/shared/opensandbox/execd"
-	osbEgress = "/work/shared/opensandbox/egress"
+var (
+	osbExecd  = filepath.Join(fixture.DaemonDir(), "execd")
+	osbEgress = filepath.Join(fixture.DaemonDir(), "egress")
 )
 
 // osbServer runs the OpenSandbox fixture server on a loopback port with a

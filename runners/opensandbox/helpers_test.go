@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,11 +14,12 @@ import (
 )
 
 // The real upstream daemons (checked against SHA256SUMS by the server).
-const (
-	execdBin  = "/work/shared/opensandbox/execd"
-	egressBin = "/work/shared/opensandbox/egress"
-	testImage = "sandcheck/runner:dev"
+var (
+	execdBin  = filepath.Join(fixture.DaemonDir(), "execd")
+	egressBin = filepath.Join(fixture.DaemonDir(), "egress")
 )
+
+const testImage = "sandcheck/runner:dev"
 
 // startServer runs the fixture lifecycle server on a loopback port for the
 // test; at cleanup it fails the test for any sandbox still alive, then
@@ -28,7 +30,10 @@ func startServer(t *testing.T, cfg fixture.Config) (*fixture.Server, string) {
 		t.Skipf("needs Docker and the image %s (make images): %v", testImage, err)
 	}
 	if _, err := os.Stat(execdBin); err != nil {
-		t.Skipf("needs the upstream execd at %s: %v", execdBin, err)
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI lays shared/ beside the checkout, but the upstream execd is not at %s: %v", execdBin, err)
+		}
+		t.Skipf("needs the upstream execd at %s (or set SANDCHECK_OPENSANDBOX_DIR): %v", execdBin, err)
 	}
 	if cfg.Execd == "" {
 		cfg.Execd = execdBin
