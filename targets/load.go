@@ -165,10 +165,16 @@ func (v *validator) check(t *Target) {
 		if t.Inputs != nil {
 			v.checkInputsClash(t.Inputs, t.Docker)
 		}
+	case "kubernetes":
+		if t.Kubernetes == nil {
+			v.add("$.runner", "runner kubernetes needs a kubernetes: section")
+			return
+		}
+		v.checkKubernetes(t.Kubernetes)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, kubernetes)", t.Runner)
 	}
 }
 

@@ -13,7 +13,7 @@ type Target struct {
 	Schema string `yaml:"schema"`
 	// Name names the target in reports, waivers and sandbox labels.
 	Name string `yaml:"name"`
-	// Runner is how sandboxes are started: docker.
+	// Runner is how sandboxes are started: docker or kubernetes.
 	Runner string `yaml:"runner"`
 	// Image is the sandbox image, present locally (sandcheck never pulls).
 	Image string `yaml:"image"`
@@ -26,6 +26,9 @@ type Target struct {
 	Description string `yaml:"description,omitempty"`
 	// Docker configures the docker runner; required when Runner is docker.
 	Docker *Docker `yaml:"docker,omitempty"`
+	// Kubernetes configures the kubernetes runner; required when Runner is
+	// kubernetes.
+	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`

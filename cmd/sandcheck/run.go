@@ -50,7 +50,8 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if cfg.TargetPath == "" {
 				return harness(errors.New("--target is required"))
 			}
-			if _, err := targets.Load(cfg.TargetPath); err != nil {
+			tg, err := targets.Load(cfg.TargetPath)
+			if err != nil {
 				return harness(err)
 			}
 			if _, err := cfg.NewGrader(); err != nil {
@@ -79,6 +80,10 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			if pools := tg.PoolNames(); len(pools) > 1 {
+				// A fleet: one run per node pool, all at once.
+				return runFleet(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, pools, failWarn, quiet)
+			}
 			cfg.Progress = newConsole(cmd.OutOrStdout(), verbose, quiet).progress()
 			o, err := engine.Run(ctx, cfg)
 			if err != nil {

@@ -6,4 +6,5 @@ package all
 import (
 	// Each backend registers itself in its init.
 	_ "github.com/sandcheck/sandcheck/runners/docker"
+	_ "github.com/sandcheck/sandcheck/runners/kubernetes"
 )
