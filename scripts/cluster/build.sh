@@ -2,7 +2,8 @@
 # Build the single-node cluster's binaries from Go modules (cluster/kubernetes
 # and cluster/etcd wrapper modules): kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubelet, kubectl at Kubernetes v1.37.2, etcd at v3.7.0, and
-# a static pause binary for the sandbox image. Cached: a binary whose
+# a static pause binary for the sandbox image and a minimal CNI plugin
+# (used only when Debian's containernetworking-plugins cannot be installed). Cached: a binary whose
 # --version already reports the wanted version is not rebuilt.
 #
 # Usage: scripts/cluster/build.sh [bin-dir]   (default: bin/cluster)
@@ -71,6 +72,10 @@ else
 	log "etcd $ETCD_VERSION up to date in $bin"
 fi
 
-# The pause binary is tiny; rebuilding it is cheaper than tracking it.
+# The pause binary and the fallback CNI plugin are tiny; rebuilding them
+# is cheaper than tracking them.
 (cd "$root/cluster/pause" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/pause" .)
+mkdir -p "$bin/cni"
+(cd "$root/cluster/cni" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/cni/bridge" .)
+ln -f "$bin/cni/bridge" "$bin/cni/loopback"
 log "done: $(ls "$bin" | tr '\n' ' ')"

@@ -28,11 +28,20 @@ fi
 need=()
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
-[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
 if ((${#need[@]})); then
 	cluster_log "up: installing ${need[*]} from Debian"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >&2 ||
 		cluster_die "up: apt-get install ${need[*]} failed"
+fi
+cni_bin=/usr/lib/cni
+if [[ ! -x $cni_bin/bridge ]] &&
+	! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends containernetworking-plugins >&2; then
+	# Without Debian's package (no mirror reachable), the cluster's own
+	# minimal plugin (cluster/cni) does the same job: bridge, veth, address,
+	# the listed routes only.
+	[[ -x $CLUSTER_BIN/cni/bridge ]] || cluster_die "up: no CNI plugins: apt-get install containernetworking-plugins failed and $CLUSTER_BIN/cni/bridge is missing"
+	cluster_log "up: Debian's containernetworking-plugins could not be installed; using sandcheck's own CNI plugin in $CLUSTER_BIN/cni"
+	cni_bin=$CLUSTER_BIN/cni
 fi
 
 start=$SECONDS
@@ -130,7 +139,7 @@ oom_score = 0
         Root = "$CLUSTER_RUN/runsc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$cni_bin"
     conf_dir = "$CLUSTER_ROOT/cni/net.d"
 EOC
 
