@@ -246,6 +246,16 @@ bg kubelet "$CLUSTER_BIN/kubelet" --config "$CLUSTER_ROOT/kubelet.yaml" \
 wait_for "node $NODE_NAME Ready" 60 bash -c "'$CLUSTER_BIN/kubectl' --kubeconfig '$KUBECONFIG_ADMIN' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 wait_for "default ServiceAccount" 60 cluster_kubectl -n default get serviceaccount default
 
+# The sandbox images the fixtures name, from the local Docker engine (the
+# nodes never pull): CLUSTER_IMAGES, space-separated.
+for img in ${CLUSTER_IMAGES-sandcheck/runner:dev}; do
+	if docker image inspect "$img" >/dev/null 2>&1; then
+		docker save "$img" | cluster_ctr images import - >/dev/null
+	else
+		cluster_log "up: image $img is not in Docker (make images); pods naming it will not start"
+	fi
+done
+
 # The RuntimeClasses the fleets name: runc and gVisor (runsc).
 cluster_kubectl apply -f - >/dev/null <<EOC
 apiVersion: node.k8s.io/v1
