@@ -25,7 +25,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
 .PHONY: help setup build images run test unit bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
-.PHONY: cluster-build cluster cluster-down test-cluster
+.PHONY: cluster-build cluster cluster-down test-cluster bench-cluster
 
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -135,6 +135,10 @@ cluster-down: ## stop the cluster and put the host back as it was
 test-cluster: setup build cluster-build ## cluster tests: up, the kubernetes runner's e2e tests, down, host unchanged
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
 		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -tags cluster -run 'Kubernetes' ./e2e/
+
+bench-cluster: setup build cluster-build ## the full catalog through the cluster, wall time per pool (runc, gVisor; floor 60 s each)
+	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
+		env $(E2E_ENV) $(GO) test -count=1 -tags cluster -run '^$$' -bench KubernetesCatalogPerPool -benchtime 1x ./e2e/
 
 clean: ## remove bin/ and out/
 	rm -rf $(BIN) $(OUT)

@@ -190,3 +190,42 @@ current-context: c
 	}
 	assertClusterClean(t)
 }
+
+// BenchmarkKubernetesCatalogPerPool runs the full catalog through the
+// cluster as a fleet (runc and gVisor pools at once) and reports each
+// pool's wall time beside its floor (60 s per pool once the cluster is up).
+func BenchmarkKubernetesCatalogPerPool(b *testing.B) {
+	kc := os.Getenv("SANDCHECK_KUBECONFIG")
+	bin := os.Getenv("SANDCHECK_BIN")
+	if kc == "" || bin == "" {
+		b.Fatal("SANDCHECK_KUBECONFIG and SANDCHECK_BIN must be set (make bench-cluster)")
+	}
+	for i := 0; i < b.N; i++ {
+		out := b.TempDir()
+		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/kubernetes/fleet.yaml", "--out", out, "--quiet", "--trace=false")
+		cmd.Dir = ".."
+		_ = cmd.Run() // the verdict is not the benchmark's business; fleet.json is
+		fb, err := os.ReadFile(filepath.Join(out, "fleet.json"))
+		if err != nil {
+			b.Fatalf("fleet.json: %v", err)
+		}
+		var fleet struct {
+			Pools []struct {
+				Pool    string
+				Verdict string
+				Results int
+				Seconds float64
+			}
+		}
+		if err := json.Unmarshal(fb, &fleet); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range fleet.Pools {
+			b.Logf("pool %-7s catalog wall %6.1f s (floor 60 s), %d results, %s", p.Pool, p.Seconds, p.Results, p.Verdict)
+			b.ReportMetric(p.Seconds, p.Pool+"-s")
+			if p.Verdict == "harness-error" || p.Seconds > 60 {
+				b.Errorf("pool %s: %s in %.1f s (floor 60 s)", p.Pool, p.Verdict, p.Seconds)
+			}
+		}
+	}
+}
