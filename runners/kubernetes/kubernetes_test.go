@@ -168,3 +168,32 @@ func TestOCIArchive(t *testing.T) {
 }
 
 var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// TestProbeImageImport builds the probe image and imports it into a real
+// containerd (SANDCHECK_TEST_CONTAINERD names its socket; the cluster
+// stage sets it), then imports again, which must find it there.
+func TestProbeImageImport(t *testing.T) {
+	sock := os.Getenv("SANDCHECK_TEST_CONTAINERD")
+	if sock == "" {
+		t.Skip("SANDCHECK_TEST_CONTAINERD is not set (no containerd to import into)")
+	}
+	probe := filepath.Join(t.TempDir(), runners.ProbeBinary)
+	if err := os.WriteFile(probe, []byte("not really a probe "+t.Name()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	name, err := ensureProbeImage(ctx, sock, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := ctr(ctx, sock, nil, "images", "ls", "-q")
+	if err != nil || !strings.Contains(list, name+"\n") {
+		t.Fatalf("image %s not in containerd: %v\n%s", name, err, list)
+	}
+	if again, err := ensureProbeImage(ctx, sock, probe); err != nil || again != name {
+		t.Errorf("second import: %s, %v", again, err)
+	}
+	if _, err := ctr(ctx, sock, nil, "images", "rm", name); err != nil {
+		t.Error(err)
+	}
+}
