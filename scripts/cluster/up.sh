@@ -79,6 +79,16 @@ for n in admin controller-manager scheduler kubelet; do
 	pki_kubeconfig "$n" "$CLUSTER_ROOT/$n.kubeconfig"
 done
 
+# gVisor under the runc shim: with network=sandbox, runsc refuses the pod
+# ("cannot run with network enabled in root network namespace": the shim
+# starts it outside the pod's network namespace), so gVisor pods run with
+# network=none (loopback only); RUNSC_FLAGS adds or changes flags.
+cat >"$CLUSTER_ROOT/runsc" <<EOC
+#!/bin/sh
+exec $(command -v runsc || echo /usr/bin/runsc) ${RUNSC_FLAGS:---network=none} "\$@"
+EOC
+chmod 755 "$CLUSTER_ROOT/runsc"
+
 # containerd, apart from Docker's.
 mkdir -p "$CLUSTER_ROOT/cni/net.d" "$CLUSTER_ROOT/containerd" "$CLUSTER_ROOT/opt"
 cat >"$CLUSTER_ROOT/cni/net.d/10-sandcheck.conflist" <<EOC
@@ -131,11 +141,11 @@ oom_score = 0
         Root = "$CLUSTER_RUN/runc"
         SystemdCgroup = false
     # gVisor: Debian's runsc ships no containerd shim, so the runc shim runs
-    # runsc as its OCI runtime binary.
+    # runsc (through a wrapper that passes its flags) as its OCI runtime.
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
-        BinaryName = "$(command -v runsc || echo /usr/bin/runsc)"
+        BinaryName = "$CLUSTER_ROOT/runsc"
         Root = "$CLUSTER_RUN/runsc"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
