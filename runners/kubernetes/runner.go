@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -173,7 +174,11 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
 	}
-	ns := dnsName(spec.Name)
+	// A fresh suffix: a sandbox restarted under the same name must not meet
+	// its predecessor's namespace, still terminating.
+	var sfx [3]byte
+	_, _ = rand.Read(sfx[:])
+	ns := dnsName(spec.Name + "-" + hex.EncodeToString(sfx[:]))
 	sb := &Sandbox{r: r, ns: ns, pod: "task", container: r.tmpl.Spec.Containers[r.container].Name, log: r.log.With("sandbox", ns)}
 	if err := sb.create(sctx, spec, img); err != nil {
 		sb.Close(context.WithoutCancel(ctx))

@@ -187,7 +187,8 @@ bg etcd "$CLUSTER_BIN/etcd" --name sandcheck --data-dir "$CLUSTER_ROOT/etcd" \
 	--initial-cluster sandcheck=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
 wait_for etcd 20 curl -sf http://127.0.0.1:2379/health
 
-# The API server listens on the node's bridge address (an address these
+# The API server reaches the kubelet at the node's InternalIP (by name, it
+# would ask the machine's resolver). It listens on the node's bridge address (an address these
 # scripts own) so that pods can reach it with their service-account token,
 # as on a real cluster; nothing else answers there but the kubelet.
 bg kube-apiserver "$CLUSTER_BIN/kube-apiserver" \
@@ -198,6 +199,7 @@ bg kube-apiserver "$CLUSTER_BIN/kube-apiserver" \
 	--tls-cert-file "$CLUSTER_PKI/apiserver.crt" --tls-private-key-file "$CLUSTER_PKI/apiserver.key" \
 	--kubelet-client-certificate "$CLUSTER_PKI/apiserver-kubelet-client.crt" \
 	--kubelet-client-key "$CLUSTER_PKI/apiserver-kubelet-client.key" \
+	--kubelet-preferred-address-types InternalIP \
 	--service-account-issuer https://kubernetes.default.svc \
 	--service-account-key-file "$CLUSTER_PKI/sa.pub" \
 	--service-account-signing-key-file "$CLUSTER_PKI/sa.key" \
