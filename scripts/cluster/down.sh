@@ -97,6 +97,10 @@ for tool in iptables ip6tables; do
 	for table in filter nat mangle; do
 		for chain in $("$tool-save" -t "$table" 2>/dev/null | awk -F'[: ]' '/^:KUBE-/ {print $2}'); do
 			grep -qxF "$tool $table $chain" "$CLUSTER_RUN/chains.before" 2>/dev/null && continue
+			# The jumps into it first (the kubelet's KUBE-FIREWALL is jumped
+			# to from INPUT and OUTPUT), else it cannot be deleted.
+			"$tool-save" -t "$table" 2>/dev/null | grep -E -- "^-A [^ ]+ .*-j $chain( |\$)" | sed 's/^-A /-D /' |
+				while read -r rule; do eval "\"\$tool\" -t \"\$table\" $rule" 2>/dev/null; done
 			"$tool" -t "$table" -F "$chain" 2>/dev/null
 			"$tool" -t "$table" -X "$chain" 2>/dev/null
 		done
@@ -121,7 +125,7 @@ done
 
 # 8. Files: folders the kubelet and containerd made outside the cluster's
 # own, which up.sh did not find; the cluster's per-run state.
-if [[ -s $CLUSTER_RUN/dirs.before ]]; then
+if [[ -e $CLUSTER_RUN/dirs.before ]]; then
 	for d in /var/log/pods /var/log/containers /var/lib/cni /etc/cni /opt/cni /etc/kubernetes /var/lib/kubelet; do
 		[[ -e $d ]] && ! grep -qxF "$d" "$CLUSTER_RUN/dirs.before" && rm -rf "$d"
 	done
