@@ -25,6 +25,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
 .PHONY: help setup build images run test unit fuzz bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: cluster-build cluster cluster-down test-cluster bench-cluster
 
 help: ## list the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -132,6 +133,27 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 
 bench-tracer: setup build images ## syscall-heavy sandbox with and without the eBPF tracer, alternately; prints the overhead ratio and losses
 	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkTracerOverhead|BenchmarkHostSurface' -benchtime 1x -v ./tracer/
+
+# The single-node Kubernetes cluster (scripts/cluster/): Kubernetes and etcd
+# built from their Go modules into $(BIN)/cluster (cached), Debian's
+# containerd, runc and CNI plugins; every address loopback or a bridge the
+# scripts create.
+cluster-build: ## build (or reuse) the cluster's binaries in bin/cluster: Kubernetes v1.37.2, etcd v3.7.0, pause
+	bash scripts/cluster/build.sh $(BIN)/cluster
+
+cluster: cluster-build ## start the single-node cluster (root); prints the admin kubeconfig
+	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/up.sh
+
+cluster-down: ## stop the cluster and put the host back as it was
+	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/down.sh
+
+test-cluster: setup build cluster-build ## cluster tests: up, the kubernetes runner's e2e tests, down, host unchanged
+	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
+		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -tags 'cluster kubernetes' -run 'Kubernetes' ./e2e/
+
+bench-cluster: setup build cluster-build ## the full catalog through the cluster, wall time per pool (runc, gVisor; floor 60 s each)
+	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
+		env $(E2E_ENV) $(GO) test -count=1 -tags 'cluster kubernetes' -run '^$$' -bench KubernetesCatalogPerPool -benchtime 1x ./e2e/
 
 clean: ## remove bin/ and out/
 	rm -rf $(BIN) $(OUT)

@@ -67,6 +67,9 @@ type Config struct {
 	// Parallel is how many sandboxes of their own the run's probes may
 	// hold at once (0 or 1: one probe at a time, in catalog order).
 	Parallel int
+	// Pool narrows a fleet target (kubernetes pools) to one of its pools
+	// ("" = the target as it is).
+	Pool string
 }
 
 // NewGrader builds the release grader a run with this configuration uses:

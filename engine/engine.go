@@ -90,6 +90,11 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Pool != "" {
+		if tg, err = tg.Pool(cfg.Pool); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
 	}
@@ -598,6 +603,11 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		}
 	}
 	e.mu.Lock()
+	if e.rec.Runtime == "" && s.view != nil {
+		// A runner whose target names no runtime (kubernetes: the pod's
+		// RuntimeClass) records the one the runtime view reports.
+		e.rec.Runtime = s.view.Runtime
+	}
 	e.rec.Sandboxes = append(e.rec.Sandboxes, *s.info)
 	e.rec.Timing.SandboxStartSeconds += s.info.StartSeconds
 	e.mu.Unlock()

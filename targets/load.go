@@ -244,10 +244,16 @@ func (v *validator) check(t *Target) {
 			return
 		}
 		v.checkOpenSandbox(t)
+	case "kubernetes":
+		if t.Kubernetes == nil {
+			v.add("$.runner", "runner kubernetes needs a kubernetes: section")
+			return
+		}
+		v.checkKubernetes(t.Kubernetes)
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway, opensandbox)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway, opensandbox, kubernetes)", t.Runner)
 	}
 }
 

@@ -54,6 +54,8 @@ func hasRunnerSection(tg *Target) bool {
 		return tg.Gateway != nil
 	case "opensandbox":
 		return tg.OpenSandbox != nil
+	case "kubernetes":
+		return tg.Kubernetes != nil
 	}
 	return false
 }

@@ -13,7 +13,8 @@ type Target struct {
 	Schema string `yaml:"schema"`
 	// Name names the target in reports, waivers and sandbox labels.
 	Name string `yaml:"name"`
-	// Runner is how sandboxes are started: docker, bwrap or process.
+	// Runner is how sandboxes are started: docker, bwrap, process, command,
+	// gateway, opensandbox or kubernetes.
 	Runner string `yaml:"runner"`
 	// Image is the sandbox image, present locally (sandcheck never pulls);
 	// required for docker only (bwrap and process use the host's files).
@@ -41,6 +42,9 @@ type Target struct {
 	// OpenSandbox configures the opensandbox runner; required when Runner
 	// is opensandbox.
 	OpenSandbox *OpenSandbox `yaml:"opensandbox,omitempty"`
+	// Kubernetes configures the kubernetes runner; required when Runner is
+	// kubernetes.
+	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`

@@ -84,6 +84,7 @@ func sandcheckCalls(line string) [][]string {
 // flags it has and the arguments it takes; the example target's check runs
 // for real on a fixture.
 func TestCIExamplesUseRealCommands(t *testing.T) {
+	needProbeBinary(t)
 	files, _ := filepath.Glob("../../examples/ci/*.yml")
 	if len(files) < 2 {
 		t.Fatalf("found %d CI examples", len(files))

@@ -91,6 +91,10 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if err := preflight(ctx, cmd.ErrOrStderr(), cfg, tg); err != nil {
 				return err
 			}
+			if pools := tg.PoolNames(); len(pools) > 1 {
+				// A fleet: one run per node pool, all at once.
+				return runFleet(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, pools, failWarn, quiet)
+			}
 			cfg.Progress = newConsole(cmd.OutOrStdout(), verbose, quiet).progress()
 			o, err := engine.Run(ctx, cfg)
 			if err != nil {
