@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandcheck/sandcheck/reports"
 )
 
 // exitOf runs a command with args and returns its exit code and output.
@@ -89,5 +91,61 @@ func TestHistoryAndCompareCommands(t *testing.T) {
 	}
 	if code, _ := exitOf(t, historyCmd(), t.TempDir()); code != exitHarness {
 		t.Errorf("history of an empty folder exits %d, want 2", code)
+	}
+}
+
+// run --baseline reads its baseline before anything starts: an unreadable
+// one, or --fail-on-regression without one, is exit 2 at once.
+func TestRunBaselineCheckedFirst(t *testing.T) {
+	const target = "../../fixtures/targets/hardened.yaml"
+	for _, tt := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"missing baseline", []string{"--target", target, "--baseline", filepath.Join(t.TempDir(), "none.json")}, "--baseline"},
+		{"not a record", []string{"--target", target, "--baseline", target}, "--baseline"},
+		{"regression without baseline", []string{"--target", target, "--fail-on-regression"}, "needs --baseline"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := exitOf(t, runCmd(), append(tt.args, "--out", t.TempDir())...)
+			if code != exitHarness || !strings.Contains(out, tt.says) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitHarness, tt.says, out)
+			}
+		})
+	}
+}
+
+// compareBaseline writes diff.md and reports a regression when the new run
+// fails what the baseline passed (the policy fixtures: hardened, then weak).
+func TestCompareBaseline(t *testing.T) {
+	const runs = "../../policies/testdata/"
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		old, cur  string
+		regressed bool
+	}{
+		{"hardened", "weak", true},
+		{"weak", "hardened", false},
+	} {
+		old, err := reports.LoadRecord(runs + tt.old + ".run.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, err := reports.LoadRecord(runs + tt.cur + ".run.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		got, err := compareBaseline(&out, dir, old, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.regressed {
+			t.Errorf("%s then %s: regressed %t, want %t (%s)", tt.old, tt.cur, got, tt.regressed, out.String())
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "diff.md")); err != nil || len(b) == 0 {
+			t.Errorf("%s then %s: no diff.md written: %v", tt.old, tt.cur, err)
+		}
 	}
 }

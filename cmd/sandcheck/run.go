@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -32,6 +34,8 @@ func runCmd() *cobra.Command {
 		timeout  time.Duration
 		failWarn bool
 		trace    bool
+		baseline string
+		failRegr bool
 	)
 	c := &cobra.Command{
 		Use:   "run --target FILE --out DIR",
@@ -56,6 +60,16 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			tg, err := targets.Load(cfg.TargetPath)
 			if err != nil {
 				return harness(err)
+			}
+			var base *evidence.Record
+			if baseline != "" {
+				// Read before anything starts: a baseline that cannot be
+				// read is the harness's fault, found at once.
+				if base, err = reports.LoadRecord(baseline); err != nil {
+					return harness(fmt.Errorf("--baseline: %w", err))
+				}
+			} else if failRegr {
+				return harness(errors.New("--fail-on-regression needs --baseline"))
 			}
 			if _, err := cfg.NewGrader(); err != nil {
 				return harness(err)
@@ -110,7 +124,18 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				}
 				return harness(err)
 			}
-			return concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
+			verdict := concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
+			if base == nil || o.Record == nil || o.Record.Verdict == nil {
+				return verdict
+			}
+			regressed, err := compareBaseline(cmd.OutOrStdout(), cfg.OutDir, base, o.Record)
+			if err != nil {
+				return harness(err)
+			}
+			if verdict == nil && failRegr && regressed {
+				return &exitError{code: exitFail, err: errors.New("regression against the baseline (--fail-on-regression): see diff.md")}
+			}
+			return verdict
 		},
 	}
 	f := c.Flags()
@@ -127,8 +152,29 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the verdict and failures")
 	f.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
+	f.StringVar(&baseline, "baseline", "", "an earlier run (run.json or its folder) to compare with: material changes, new failures, fixes (diff.md)")
+	f.BoolVar(&failRegr, "fail-on-regression", false, "with --baseline: exit 1 when the run fails something the baseline did not, even if its verdict passes")
 	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
 	return c
+}
+
+// compareBaseline writes diff.md (what changed since the baseline run: the
+// material changes the threat model says to rerun after, new failures,
+// fixes, changed evidence) beside the run's reports, prints a line of it,
+// and reports whether the run regressed.
+func compareBaseline(w io.Writer, outDir string, base, cur *evidence.Record) (bool, error) {
+	d := reports.Diff(base, cur)
+	var buf bytes.Buffer
+	if err := reports.WriteDiffMarkdown(&buf, d); err != nil {
+		return false, fmt.Errorf("writing the baseline diff: %w", err)
+	}
+	path := filepath.Join(outDir, "diff.md")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return false, fmt.Errorf("writing the baseline diff: %w", err)
+	}
+	fmt.Fprintf(w, "baseline %s: %d material changes, %d new failures, %d fixed (%s)\n",
+		d.Old.RunID, len(d.Material), len(d.NewFailures), len(d.Fixed), path)
+	return d.Regressed(), nil
 }
 
 // conclude prints the verdict and turns it into the exit code: 2 when the
