@@ -19,7 +19,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # e2e packages share the harness network lock and the Docker engine, so test
 # binaries run one at a time (-p 1); `lint` runs first and, compiling in
 # parallel, warms the build cache for them.
-GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 30m
+GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # Ryuk (testcontainers' reaper) would need an image pull; tests clean up after
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
