@@ -123,9 +123,7 @@ func attach(bridge string, subnet netip.Prefix, gateway netip.Addr, owner string
 	}
 	a := subnet.Addr().As4()
 	a[3] = host
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns = &Namespace{hostLink: "scat-" + hex.EncodeToString(b), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway, owner: owner, v6: v6}
+	ns = &Namespace{hostLink: hostLinkName("scat-"), bridge: bridge, addr: netip.AddrFrom4(a), gateway: gateway, owner: owner, v6: v6}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, ns.Close())
@@ -143,17 +141,32 @@ func attach(bridge string, subnet netip.Prefix, gateway netip.Addr, owner string
 	if err != nil {
 		return ns, err
 	}
-	hl, err := netlink.LinkByName(ns.hostLink)
+	return ns, plugIntoBridge("link", ns.hostLink, br, bridge)
+}
+
+// hostLinkName is a fresh name for a host-side veth end: prefix and 8 hex
+// digits.
+func hostLinkName(prefix string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// plugIntoBridge attaches the host-side veth end hostLink to the bridge br
+// (named bridge) and brings it up. kind names the link in the error that
+// it was not found ("link", "neighbour link").
+func plugIntoBridge(kind, hostLink string, br netlink.Link, bridge string) error {
+	hl, err := netlink.LinkByName(hostLink)
 	if err != nil {
-		return ns, fmt.Errorf("finding link %s: %w", ns.hostLink, err)
+		return fmt.Errorf("finding %s %s: %w", kind, hostLink, err)
 	}
 	if err := netlink.LinkSetMaster(hl, br); err != nil {
-		return ns, fmt.Errorf("attaching %s to %s: %w", ns.hostLink, bridge, err)
+		return fmt.Errorf("attaching %s to %s: %w", hostLink, bridge, err)
 	}
 	if err := netlink.LinkSetUp(hl); err != nil {
-		return ns, fmt.Errorf("bringing %s up: %w", ns.hostLink, err)
+		return fmt.Errorf("bringing %s up: %w", hostLink, err)
 	}
-	return ns, nil
+	return nil
 }
 
 // bridgeIPv6 reports whether the harness turned IPv6 on for the bridge
@@ -211,6 +224,28 @@ func releaseHost(bridge string, a netip.Addr) {
 // with its goroutine, as in startNeighbour). The file is closed when fn
 // fails.
 func inNewNamespace(fn func(hostNS int, f *os.File) error) error {
+	return onLockedThread(func(hostNS int) error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("creating a network namespace: %w", err)
+		}
+		f, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			return fmt.Errorf("opening the new network namespace: %w", err)
+		}
+		if err := fn(hostNS, f); err != nil {
+			f.Close()
+			return err
+		}
+		return nil
+	})
+}
+
+// onLockedThread runs fn on a locked thread, with the host's network
+// namespace (the thread's at the start) open as hostNS, then moves the
+// thread back into it. Only then is the thread unlocked: a thread that
+// cannot go back stays locked and retires with its goroutine, so no other
+// goroutine ever runs in a namespace fn moved it to.
+func onLockedThread(fn func(hostNS int) error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -220,20 +255,7 @@ func inNewNamespace(fn func(hostNS int, f *os.File) error) error {
 			return
 		}
 		defer unix.Close(hostNS)
-		err = func() error {
-			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-				return fmt.Errorf("creating a network namespace: %w", err)
-			}
-			f, err := os.Open("/proc/thread-self/ns/net")
-			if err != nil {
-				return fmt.Errorf("opening the new network namespace: %w", err)
-			}
-			if err := fn(hostNS, f); err != nil {
-				f.Close()
-				return err
-			}
-			return nil
-		}()
+		err = fn(hostNS)
 		if serr := unix.Setns(hostNS, unix.CLONE_NEWNET); serr != nil {
 			done <- errors.Join(err, fmt.Errorf("returning to the host's network namespace: %w", serr))
 			return

@@ -2,14 +2,11 @@ package netharness
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strconv"
 
 	"github.com/vishvananda/netlink"
@@ -60,9 +57,7 @@ func neighbourAddr(p plan) netip.Addr {
 // startNeighbour builds the namespace, the veth pair and the listeners. On
 // error it undoes what it did.
 func startNeighbour(ctx context.Context, bridge string, p plan, sink *canary.Sink) (nb *neighbour, err error) {
-	b := make([]byte, 4)
-	rand.Read(b)
-	nb = &neighbour{addr: neighbourAddr(p), hostLink: "scnb-" + hex.EncodeToString(b), nsFD: -1}
+	nb = &neighbour{addr: neighbourAddr(p), hostLink: hostLinkName("scnb-"), nsFD: -1}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, nb.close(context.WithoutCancel(ctx)))
@@ -79,37 +74,13 @@ func startNeighbour(ctx context.Context, bridge string, p plan, sink *canary.Sin
 	// no other goroutine ever runs in the neighbour's namespace. (Going back
 	// matters even then: the thread may be the process's main thread, which
 	// Go never retires and whose namespace /proc/self/net shows.)
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		hostNS, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			done <- fmt.Errorf("opening the host's network namespace: %w", err)
-			return
-		}
-		defer unix.Close(hostNS)
-		err = nb.buildInNamespace(ctx, p, sink, hostNS)
-		if serr := unix.Setns(hostNS, unix.CLONE_NEWNET); serr != nil {
-			done <- errors.Join(err, fmt.Errorf("returning to the host's network namespace: %w", serr))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- err
-	}()
-	if err := <-done; err != nil {
+	err = onLockedThread(func(hostNS int) error {
+		return nb.buildInNamespace(ctx, p, sink, hostNS)
+	})
+	if err != nil {
 		return nb, err
 	}
-	host, err := netlink.LinkByName(nb.hostLink)
-	if err != nil {
-		return nb, fmt.Errorf("finding neighbour link %s: %w", nb.hostLink, err)
-	}
-	if err := netlink.LinkSetMaster(host, br); err != nil {
-		return nb, fmt.Errorf("attaching %s to %s: %w", nb.hostLink, bridge, err)
-	}
-	if err := netlink.LinkSetUp(host); err != nil {
-		return nb, fmt.Errorf("bringing %s up: %w", nb.hostLink, err)
-	}
-	return nb, nil
+	return nb, plugIntoBridge("neighbour link", nb.hostLink, br, bridge)
 }
 
 // buildInNamespace runs on a locked thread: it moves the thread into a new

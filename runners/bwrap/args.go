@@ -73,9 +73,9 @@ func (sb *Sandbox) files(info *os.File) ([]*os.File, error) {
 		}
 		extra[fdSeccomp-3] = f
 	}
-	if sb.ns != nil {
+	if sb.Net != nil {
 		// A duplicate, so closing the child's copy leaves the namespace's.
-		fd, err := dup(sb.ns.File())
+		fd, err := dup(sb.Net.File())
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +177,8 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	a = append(a, "--")
 	a = append(a, argv...)
 
-	script := sb.cg.JoinScript() + "exec "
-	if sb.ns != nil {
+	script := sb.Cgroup.JoinScript() + "exec "
+	if sb.Net != nil {
 		script += "nsenter --net=/proc/self/fd/" + strconv.Itoa(fdNet) + " -- "
 	}
 	script += prlimit(cfg.Limits)
@@ -403,7 +403,7 @@ func (sb *Sandbox) execCommand(argv []string) (*exec.Cmd, error) {
 	a = append(a, sb.common()...)
 	a = append(a, "--")
 	a = append(a, argv...)
-	script := sb.cg.JoinScript() + "exec " + prlimit(cfg.Limits) + fmt.Sprintf("nsenter -t %d --all -S %d -G %d --root --wd=/ -- %s \"$@\"",
+	script := sb.Cgroup.JoinScript() + "exec " + prlimit(cfg.Limits) + fmt.Sprintf("nsenter -t %d --all -S %d -G %d --root --wd=/ -- %s \"$@\"",
 		sb.childPID, r.uid, r.gid, Binary)
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, a...)...)
 	cmd.Env = sb.env

@@ -42,16 +42,16 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 	}
 	sort.Strings(v.Env)
 	v.State = "running"
-	if sb.first.Exited() {
+	if sb.First.Exited() {
 		v.State = "exited"
-		res, _ := sb.first.Wait(ctx)
+		res, _ := sb.First.Wait(ctx)
 		v.ExitCode = res.ExitCode
 		return v, nil
 	}
 	pid := workload(sb.childPID)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return v, fmt.Errorf("inspecting %s: %w", sb.id, err)
+		return v, fmt.Errorf("inspecting %s: %w", sb.SandboxID, err)
 	}
 	st := statusFields(string(status))
 	v.NoNewPrivileges = st["NoNewPrivs"] == "1"
@@ -67,7 +67,7 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 		v.Privileged = eff == fullCaps() && !cfg.Unshares("user")
 	}
 	if v.Mounts, v.ReadOnlyRootfs, err = mounts(pid); err != nil {
-		return v, fmt.Errorf("inspecting %s: %w", sb.id, err)
+		return v, fmt.Errorf("inspecting %s: %w", sb.SandboxID, err)
 	}
 	// A masked path is one of Docker's that something is mounted over, or
 	// that this kernel's /proc lacks (nothing there to read).
@@ -78,9 +78,9 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 			v.MaskedPaths = append(v.MaskedPaths, p)
 		}
 	}
-	v.PidsLimit = readLimit(sb.cg.Paths(), "pids.max")
-	v.MemoryBytes = readLimit(sb.cg.Paths(), "memory.limit_in_bytes")
-	quota, period := readLimit(sb.cg.Paths(), "cpu.cfs_quota_us"), readLimit(sb.cg.Paths(), "cpu.cfs_period_us")
+	v.PidsLimit = readLimit(sb.Cgroup.Paths(), "pids.max")
+	v.MemoryBytes = readLimit(sb.Cgroup.Paths(), "memory.limit_in_bytes")
+	quota, period := readLimit(sb.Cgroup.Paths(), "cpu.cfs_quota_us"), readLimit(sb.Cgroup.Paths(), "cpu.cfs_period_us")
 	if quota > 0 && period > 0 {
 		v.NanoCPUs = quota * 1e9 / period
 	}

@@ -7,9 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-
-	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
@@ -24,10 +21,6 @@ var (
 	_ runners.HostPIDer          = (*Sandbox)(nil)
 	_ netharness.Joiner          = (*Runner)(nil)
 )
-
-// JoinHarness takes the run's harness network: sandboxes attach to its
-// bridge directly (netharness.AttachTo), IPv6 included.
-func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
 
 // Open is the bwrap backend's runners.OpenFunc: the target's bwrap section
 // with what the run prepared added (its resolved mounts as binds, the
@@ -85,39 +78,11 @@ func resolveSource(src, base, runDir string) (string, error) {
 // UsesHarnessNetwork reports whether the target's network is the harness's.
 func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" }
 
-// NetworkAPI is the engine client the harness network is created with and
-// looked up through (the harness network is a Docker bridge network).
-func (r *Runner) NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error) {
-	return r.dockerClient()
-}
-
-// dockerClient returns the runner's engine client, made on first use.
-func (r *Runner) dockerClient() (client.NetworkAPIClient, error) {
-	r.dockerOnce.Do(func() {
-		if r.docker != nil {
-			return
-		}
-		c, err := client.New(client.FromEnv)
-		if err != nil {
-			r.dockerErr = fmt.Errorf("docker client for the harness network: %w", err)
-			return
-		}
-		r.docker = c
-	})
-	return r.docker, r.dockerErr
-}
-
 // HostPID is the host PID of the sandbox's first process (bwrap's init in
 // the sandbox's PID namespace, or the command itself without one).
 func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
-	if err := sb.running(); err != nil {
+	if err := sb.Running(); err != nil {
 		return 0, err
 	}
 	return sb.childPID, nil
-}
-
-// lazyDocker is the state of the lazily made engine client.
-type lazyDocker struct {
-	dockerOnce sync.Once
-	dockerErr  error
 }

@@ -50,12 +50,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
 
-	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
@@ -79,9 +77,7 @@ const StateRoot = "/run/sandcheck-bwrap"
 
 // Bounds.
 const (
-	holdMax             = 2 * time.Hour
 	defaultStartTimeout = 60 * time.Second
-	killWait            = 10 * time.Second
 )
 
 // Runner starts bwrap sandboxes for one target. It is safe for concurrent
@@ -92,32 +88,24 @@ type Runner struct {
 	hostUID  int
 	hostGID  int
 	uid, gid int // inside the sandbox
-	log      *slog.Logger
-	docker   client.NetworkAPIClient
-	lazyDocker
-	joined process.Joined
+	process.Base
 }
 
-// Option configures a Runner.
-type Option func(*Runner)
+// Option configures a Runner (process.Option: the two runners share their
+// options).
+type Option = process.Option
 
 // WithLogger sets the logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(r *Runner) {
-		if l != nil {
-			r.log = l
-		}
-	}
-}
+func WithLogger(l *slog.Logger) Option { return process.WithLogger(l) }
 
 // WithDocker sets the engine client through which the harness network is
 // looked up (network harness); the default makes one from the environment.
-func WithDocker(c client.NetworkAPIClient) Option { return func(r *Runner) { r.docker = c } }
+func WithDocker(c client.NetworkAPIClient) Option { return process.WithDocker(c) }
 
 // New checks the configuration and compiles its seccomp profile. baseDir
 // resolves a relative profile path (the target file's folder).
 func New(cfg targets.Bwrap, baseDir string, opts ...Option) (*Runner, error) {
-	r := &Runner{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	r := &Runner{cfg: cfg}
 	var err error
 	if r.hostUID, r.hostGID, err = parseUser(cfg.HostUser); err != nil {
 		return nil, fmt.Errorf("bwrap host_user: %w", err)
@@ -146,9 +134,7 @@ func New(cfg targets.Bwrap, baseDir string, opts ...Option) (*Runner, error) {
 			return nil, err
 		}
 	}
-	for _, o := range opts {
-		o(r)
-	}
+	r.Configure(opts)
 	return r, nil
 }
 
@@ -218,25 +204,17 @@ func (r *Runner) Capabilities() runners.Capabilities {
 	return runners.Capabilities{Network: true, Inspect: true, ProbeDelivery: true, TaskLaunch: true, HostPID: true, CPUMeter: true}
 }
 
-// Sandbox is one running bwrap sandbox.
+// Sandbox is one running bwrap sandbox: its cgroup, network namespace and
+// first process (bwrap) are process.Host's, the rest its own.
 type Sandbox struct {
+	process.Host
 	r        *Runner
-	id       string
 	state    string // its folder under StateRoot
 	spec     runners.SandboxSpec
 	env      []string
-	cg       *process.Cgroup
-	ns       *netharness.Namespace
-	first    *process.Proc
 	childPID int             // the sandbox's first process inside its namespaces (bwrap --info-fd)
 	binds    []targets.Mount // the target's binds and the probe folder
 	mounted  []string        // host bind mounts under state, to undo
-	log      *slog.Logger
-
-	mu       sync.Mutex
-	closed   bool
-	closeRan bool
-	killed   bool
 }
 
 // Start makes the sandbox's cgroup, state folder and network namespace and
@@ -270,14 +248,17 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		spec.Hostname = r.cfg.IdentityHostname(targets.Identity{
 			RunID: spec.Labels["sandcheck.run"], Target: spec.Labels["sandcheck.target"], Task: spec.Labels["sandcheck.task"]})
 	}
-	sb = &Sandbox{r: r, id: process.NewID("scbw"), spec: spec}
-	sb.log = r.log.With("sandbox", sb.id)
+	sb = &Sandbox{r: r, spec: spec}
+	sb.SandboxID = process.NewID("scbw")
+	sb.Log = r.Logger().With("sandbox", sb.SandboxID)
+	sb.NotReaped = "bwrap (pid %d) was not reaped"
+	sb.Cleanup = sb.removeState
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, sb.teardown())
+			err = errors.Join(err, sb.Teardown())
 		}
 	}()
-	sb.state = filepath.Join(StateRoot, sb.id)
+	sb.state = filepath.Join(StateRoot, sb.SandboxID)
 	if err := sb.writeState(); err != nil {
 		return sb, err
 	}
@@ -287,51 +268,44 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if err := sb.mountTmpfs(); err != nil {
 		return sb, err
 	}
-	if sb.cg, err = process.NewCgroup(sb.id, r.cfg.Limits); err != nil {
+	if sb.Cgroup, err = process.NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
 	if r.cfg.Network == "harness" {
-		joined := r.joined.Get()
+		joined := r.JoinedNetwork()
 		var docker client.NetworkAPIClient
 		if joined == nil {
-			if docker, err = r.dockerClient(); err != nil {
+			if docker, err = r.NetworkAPI(ctx); err != nil {
 				return sb, err
 			}
 		}
-		if sb.ns, err = process.OpenNetwork(ctx, "harness", spec.Network, sb.id, joined, docker); err != nil {
+		if sb.Net, err = process.OpenNetwork(ctx, "harness", spec.Network, sb.SandboxID, joined, docker); err != nil {
 			return sb, err
 		}
 	}
 	sb.env = process.Environ(r.cfg.Env, spec.Env)
-	argv := spec.Command
-	if len(argv) == 0 {
-		argv = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax.String()}
-	}
-	cmd, info, err := sb.startCommand(argv)
+	cmd, info, err := sb.startCommand(process.HolderArgv(spec.Command))
 	if err != nil {
 		return sb, err
 	}
-	sb.first, err = process.StartProc(cmd)
+	sb.First, err = process.StartProc(cmd)
 	closeExtra(cmd)
 	if err != nil {
 		info.Close()
 		return sb, err
 	}
-	pid, err := readInfo(ctx, info, sb.first)
+	pid, err := readInfo(ctx, info, sb.First)
 	if err != nil {
-		res, _ := sb.first.Wait(context.Background())
+		res, _ := sb.First.Wait(context.Background())
 		return sb, fmt.Errorf("%w (bwrap: %s)", err, strings.TrimSpace(string(res.Stderr)))
 	}
 	sb.childPID = pid
 	if len(spec.Command) == 0 {
-		select {
-		case <-sb.first.Done():
-			res, _ := sb.first.Wait(ctx)
-			return sb, fmt.Errorf("the holder exited at once with code %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		case <-time.After(100 * time.Millisecond):
+		if err := sb.CheckHolder(ctx); err != nil {
+			return sb, err
 		}
 	}
-	sb.log.Debug("sandbox ready", "pid", pid)
+	sb.Log.Debug("sandbox ready", "pid", pid)
 	return sb, nil
 }
 
@@ -368,9 +342,6 @@ func closeExtra(cmd *exec.Cmd) {
 	}
 }
 
-// ID names the sandbox (and its cgroup and state folder).
-func (sb *Sandbox) ID() string { return sb.id }
-
 // CopyIn copies a host file into the running sandbox: a shell of the
 // sandbox (the host's /usr/bin/sh, bound in) entered with nsenter into the
 // first process's namespaces and root, as the sandbox's user, writes it
@@ -381,7 +352,7 @@ func (sb *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) err
 	if !filepath.IsAbs(sandboxPath) || filepath.Clean(sandboxPath) != sandboxPath || sandboxPath == "/" {
 		return fmt.Errorf("copying %s in: %q is not a clean absolute file path", hostPath, sandboxPath)
 	}
-	if err := sb.running(); err != nil {
+	if err := sb.Running(); err != nil {
 		return fmt.Errorf("copying %s in: %w", hostPath, err)
 	}
 	f, err := os.Open(hostPath)
@@ -406,18 +377,6 @@ func (sb *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) err
 	return nil
 }
 
-// running fails when the sandbox was killed or closed or its first process
-// has ended.
-func (sb *Sandbox) running() error {
-	sb.mu.Lock()
-	dead := sb.closeRan || sb.killed
-	sb.mu.Unlock()
-	if dead || sb.first.Exited() {
-		return fmt.Errorf("the sandbox %s is not running", sb.id)
-	}
-	return nil
-}
-
 // Exec runs argv in the sandbox (see the package comment for how, and its
 // limits) and waits for it; output is capped at runners.MaxOutput each.
 // When ctx ends first the command is killed and Exec returns exit code -1
@@ -426,7 +385,7 @@ func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult,
 	if len(argv) == 0 {
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
-	if err := sb.running(); err != nil {
+	if err := sb.Running(); err != nil {
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
 	}
 	cmd, err := sb.execCommand(argv)
@@ -441,56 +400,10 @@ func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult,
 	return res, nil
 }
 
-// Wait waits for the first process (the task) and returns its exit code and
-// output.
-func (sb *Sandbox) Wait(ctx context.Context) (runners.ExitResult, error) {
-	return sb.first.Wait(ctx)
-}
-
-// CPUUsed is the sandbox cgroup's CPU time.
-func (sb *Sandbox) CPUUsed() (time.Duration, error) { return sb.cg.CPUUsed() }
-
-// Kill stops every process of the sandbox; Close still removes it.
-func (sb *Sandbox) Kill(ctx context.Context) error {
-	sb.mu.Lock()
-	sb.killed = true
-	sb.mu.Unlock()
-	return sb.cg.Kill()
-}
-
-// Close kills every process of the sandbox (its cgroup's), removes the
-// cgroup and the state folder and drops the network namespace. It ignores
-// ctx; calling it twice is safe.
-func (sb *Sandbox) Close(ctx context.Context) error {
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	sb.closeRan = true
-	if sb.closed {
-		return nil
-	}
-	if err := sb.teardown(); err != nil {
-		return fmt.Errorf("closing %s: %w", sb.id, err)
-	}
-	sb.closed = true
-	return nil
-}
-
-func (sb *Sandbox) teardown() error {
+// removeState unmounts the binds and removes the state folder (the
+// sandbox's process.Host.Cleanup).
+func (sb *Sandbox) removeState() error {
 	var errs []error
-	if sb.cg != nil {
-		errs = append(errs, sb.cg.Remove())
-	}
-	if sb.first != nil {
-		sb.first.Kill()
-		select {
-		case <-sb.first.Done():
-		case <-time.After(killWait):
-			errs = append(errs, fmt.Errorf("bwrap (pid %d) was not reaped", sb.first.Pid()))
-		}
-	}
-	if sb.ns != nil {
-		errs = append(errs, sb.ns.Close())
-	}
 	if sb.state != "" {
 		// Never remove through a mount: the state folder goes only once
 		// nothing is mounted under it.
@@ -513,13 +426,10 @@ func (sb *Sandbox) teardown() error {
 // VerifyTeardown lists what survived Close: processes naming the sandbox's
 // state folder, its cgroup folders, its state folder, its veth end.
 func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
-	sb.mu.Lock()
-	ran := sb.closeRan
-	sb.mu.Unlock()
-	if !ran {
-		return nil, fmt.Errorf("verifying teardown of %s: the sandbox was not closed", sb.id)
+	if err := sb.CheckClosed(); err != nil {
+		return nil, err
 	}
-	left := sb.cg.Leftovers()
+	left := sb.Cgroup.Leftovers()
 	mnts, err := mountsUnder(sb.state)
 	if err != nil {
 		return left, err
@@ -531,8 +441,8 @@ func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
 		left = append(left, "state folder "+sb.state+" still exists")
 	}
 	left = append(left, processesNaming(sb.state)...)
-	if sb.ns != nil {
-		links, err := sb.ns.Leftovers()
+	if sb.Net != nil {
+		links, err := sb.Net.Leftovers()
 		if err != nil {
 			return left, err
 		}

@@ -21,12 +21,12 @@ func (sb *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []
 	if len(argv) == 0 {
 		return errors.New("spawn: empty command")
 	}
-	if err := sb.running(); err != nil {
+	if err := sb.Running(); err != nil {
 		return fmt.Errorf("spawn of %s: %w", argv[0], err)
 	}
 	var cmd *exec.Cmd
 	if user == "0" {
-		script := sb.cg.JoinScript() + fmt.Sprintf(`exec nsenter -t %d --mount --pid --net --ipc --uts --cgroup --root --wd=/ -- "$@"`, sb.childPID)
+		script := sb.Cgroup.JoinScript() + fmt.Sprintf(`exec nsenter -t %d --mount --pid --net --ipc --uts --cgroup --root --wd=/ -- "$@"`, sb.childPID)
 		cmd = exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
 		cmd.Env = sb.env
 		cmd.Dir = "/"

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/moby/moby/client"
-
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
@@ -21,10 +19,6 @@ var (
 	_ runners.HostPIDer          = (*Sandbox)(nil)
 	_ netharness.Joiner          = (*Runner)(nil)
 )
-
-// JoinHarness takes the run's harness network: sandboxes attach to its
-// bridge directly (netharness.AttachTo).
-func (r *Runner) JoinHarness(n *netharness.Network) { r.joined.Set(n) }
 
 // Joined holds the harness network a runner was handed (netharness.Joiner).
 // It is safe for concurrent use.
@@ -67,33 +61,10 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 // UsesHarnessNetwork reports whether the target's network is the harness's.
 func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" }
 
-// NetworkAPI is the engine client the harness network is created with and
-// looked up through.
-func (r *Runner) NetworkAPI(ctx context.Context) (client.NetworkAPIClient, error) {
-	r.dockerOnce.Do(func() {
-		if r.docker != nil {
-			return
-		}
-		c, err := client.New(client.FromEnv)
-		if err != nil {
-			r.dockerErr = fmt.Errorf("docker client for the harness network: %w", err)
-			return
-		}
-		r.docker = c
-	})
-	return r.docker, r.dockerErr
-}
-
 // HostPID is the host PID of the sandbox's first process.
 func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
-	if sb.first.Exited() {
-		return 0, fmt.Errorf("sandbox %s: its first process has ended", sb.id)
+	if sb.First.Exited() {
+		return 0, fmt.Errorf("sandbox %s: its first process has ended", sb.SandboxID)
 	}
-	return sb.first.Pid(), nil
-}
-
-// lazyDocker is the state of the lazily made engine client.
-type lazyDocker struct {
-	dockerOnce sync.Once
-	dockerErr  error
+	return sb.First.Pid(), nil
 }

@@ -13,7 +13,10 @@
 // blocks from the namespace.
 //
 // The package also holds the host-side pieces the bwrap runner shares: the
-// per-sandbox cgroup (Cgroup) and capped command output (Proc, Run).
+// per-sandbox cgroup (Cgroup), capped command output (Proc, Run), the
+// sandbox machinery both Sandbox types embed (Host: ID, Wait, CPUUsed,
+// Kill, Close, teardown) and the runner state both Runner types embed
+// (Base: options, logger, engine client, joined harness network).
 package process
 
 import (
@@ -22,14 +25,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/moby/moby/client"
 
@@ -46,44 +46,20 @@ var (
 	_ runners.CPUMeter         = (*Sandbox)(nil)
 )
 
-// holdMax bounds the idle holder's life, so a sandbox the harness lost ends.
-const holdMax = 2 * time.Hour
-
 // Runner starts process sandboxes for one target. It is safe for
 // concurrent use.
 type Runner struct {
-	cfg    targets.Process
-	log    *slog.Logger
-	docker client.NetworkAPIClient
-	lazyDocker
-	joined Joined
+	Base
+	cfg targets.Process
 }
-
-// Option configures a Runner.
-type Option func(*Runner)
-
-// WithLogger sets the logger; the default discards.
-func WithLogger(l *slog.Logger) Option {
-	return func(r *Runner) {
-		if l != nil {
-			r.log = l
-		}
-	}
-}
-
-// WithDocker sets the engine client through which a harness network is
-// looked up (needed for network harness).
-func WithDocker(c client.NetworkAPIClient) Option { return func(r *Runner) { r.docker = c } }
 
 // New returns a runner for the target's process section.
 func New(cfg targets.Process, opts ...Option) (*Runner, error) {
 	if cfg.Network != "none" && cfg.Network != "harness" {
 		return nil, fmt.Errorf("process configuration: network %q is not none or harness", cfg.Network)
 	}
-	r := &Runner{cfg: cfg, log: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(r)
-	}
+	r := &Runner{cfg: cfg}
+	r.Configure(opts)
 	return r, nil
 }
 
@@ -100,20 +76,11 @@ func (r *Runner) Capabilities() runners.Capabilities {
 }
 
 // Sandbox is one process sandbox: its first process, its cgroup and its
-// network namespace.
+// network namespace (Host).
 type Sandbox struct {
-	id       string
+	Host
 	probeDir string
 	env      []string
-	cg       *Cgroup
-	ns       *netharness.Namespace
-	first    *Proc
-	log      *slog.Logger
-
-	mu       sync.Mutex
-	closed   bool
-	closeRan bool
-	killed   bool
 }
 
 // Start makes the cgroup and the network namespace and starts the first
@@ -131,14 +98,16 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if err := CheckProbeDir(spec.ProbeDir); err != nil {
 		return nil, err
 	}
-	sb = &Sandbox{id: NewID("scproc"), probeDir: spec.ProbeDir, log: r.log}
-	sb.log = r.log.With("sandbox", sb.id)
+	sb = &Sandbox{probeDir: spec.ProbeDir}
+	sb.SandboxID = NewID("scproc")
+	sb.Log = r.log.With("sandbox", sb.SandboxID)
+	sb.NotReaped = "the first process %d was not reaped"
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, sb.teardown())
+			err = errors.Join(err, sb.Teardown())
 		}
 	}()
-	if sb.cg, err = NewCgroup(sb.id, r.cfg.Limits); err != nil {
+	if sb.Cgroup, err = NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
 	var docker client.NetworkAPIClient
@@ -148,26 +117,17 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 			return sb, err
 		}
 	}
-	if sb.ns, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, sb.id, joined, docker); err != nil {
+	if sb.Net, err = OpenNetwork(ctx, r.cfg.Network, spec.Network, sb.SandboxID, joined, docker); err != nil {
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
-	argv := spec.Command
-	if len(argv) == 0 {
-		argv = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax.String()}
-	}
-	sb.first, err = StartProc(sb.command(argv))
+	sb.First, err = StartProc(sb.command(HolderArgv(spec.Command)))
 	if err != nil {
 		return sb, err
 	}
 	if len(spec.Command) == 0 {
 		// The holder must be running, not dead on arrival.
-		select {
-		case <-sb.first.Done():
-			res, _ := sb.first.Wait(ctx)
-			return sb, fmt.Errorf("the holder exited at once with code %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return sb, sb.CheckHolder(ctx)
 	}
 	return sb, nil
 }
@@ -177,11 +137,11 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 // and execs argv, so argv and all it forks start inside both.
 func (sb *Sandbox) command(argv []string) *exec.Cmd {
 	argv = rewriteProbePaths(argv, sb.probeDir)
-	script := sb.cg.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
+	script := sb.Cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, argv...)...)
 	cmd.Env = sb.env
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{sb.ns.File()}
+	cmd.ExtraFiles = []*os.File{sb.Net.File()}
 	return cmd
 }
 
@@ -197,9 +157,6 @@ func rewriteProbePaths(argv []string, dir string) []string {
 	return out
 }
 
-// ID names the sandbox (and its cgroup).
-func (sb *Sandbox) ID() string { return sb.id }
-
 // CopyIn copies a host file to sandboxPath on the host: the process shares
 // the host's file system.
 func (sb *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
@@ -213,11 +170,8 @@ func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult,
 	if len(argv) == 0 {
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
-	sb.mu.Lock()
-	dead := sb.closeRan || sb.killed
-	sb.mu.Unlock()
-	if dead || sb.first.Exited() {
-		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: the sandbox %s is not running", argv[0], sb.id)
+	if err := sb.Running(); err != nil {
+		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
 	}
 	res, err := Run(ctx, sb.command(argv))
 	if err != nil {
@@ -226,69 +180,14 @@ func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult,
 	return res, nil
 }
 
-// Wait waits for the first process (the task) and returns its exit code and
-// output.
-func (sb *Sandbox) Wait(ctx context.Context) (runners.ExitResult, error) {
-	return sb.first.Wait(ctx)
-}
-
-// CPUUsed is the cgroup's CPU time.
-func (sb *Sandbox) CPUUsed() (time.Duration, error) { return sb.cg.CPUUsed() }
-
-// Kill stops every process of the sandbox; Close still removes it.
-func (sb *Sandbox) Kill(ctx context.Context) error {
-	sb.mu.Lock()
-	sb.killed = true
-	sb.mu.Unlock()
-	return sb.cg.Kill()
-}
-
-// Close kills every process in the cgroup, removes the cgroup and drops the
-// network namespace. It ignores ctx; calling it twice is safe.
-func (sb *Sandbox) Close(ctx context.Context) error {
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
-	sb.closeRan = true
-	if sb.closed {
-		return nil
-	}
-	if err := sb.teardown(); err != nil {
-		return fmt.Errorf("closing %s: %w", sb.id, err)
-	}
-	sb.closed = true
-	return nil
-}
-
-func (sb *Sandbox) teardown() error {
-	var errs []error
-	if sb.cg != nil {
-		errs = append(errs, sb.cg.Remove())
-	}
-	if sb.first != nil {
-		sb.first.Kill()
-		select {
-		case <-sb.first.Done():
-		case <-time.After(killWait):
-			errs = append(errs, fmt.Errorf("the first process %d was not reaped", sb.first.Pid()))
-		}
-	}
-	if sb.ns != nil {
-		errs = append(errs, sb.ns.Close())
-	}
-	return errors.Join(errs...)
-}
-
 // VerifyTeardown lists what survived Close: the cgroup's folders and the
 // network namespace's veth end.
 func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
-	sb.mu.Lock()
-	ran := sb.closeRan
-	sb.mu.Unlock()
-	if !ran {
-		return nil, fmt.Errorf("verifying teardown of %s: the sandbox was not closed", sb.id)
+	if err := sb.CheckClosed(); err != nil {
+		return nil, err
 	}
-	left := sb.cg.Leftovers()
-	links, err := sb.ns.Leftovers()
+	left := sb.Cgroup.Leftovers()
+	links, err := sb.Net.Leftovers()
 	return append(left, links...), err
 }
 
