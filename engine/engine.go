@@ -258,6 +258,13 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 	res := evidence.Result{Probe: spec.ID, Category: spec.Category, Criterion: spec.Criterion,
 		Severity: spec.Severity, Expected: spec.Expected(e.target.Profile), Outcome: probes.Inconclusive}
 	var err error
+	if !spec.AppliesTo(e.target.Runner) {
+		// A probe of another platform's own daemons: nothing of it is in
+		// this sandbox, and the profile cannot expect otherwise.
+		res.Expected = probes.NotApplicable
+		res.Outcome, res.Detail = probes.NotApplicable, fmt.Sprintf("a probe of %s sandboxes only; this target's runner is %s", strings.Join(spec.Runners, ", "), e.target.Runner)
+		return e.record(res, start)
+	}
 	if missing := e.runner.Capabilities().Missing(spec.Requires()); len(missing) > 0 {
 		// The runner cannot carry the probe out: not tested, with the
 		// reason, which the policy never grades as a pass.
@@ -381,7 +388,9 @@ func (e *Engine) fromBatch(ctx context.Context, spec probes.Spec, res *evidence.
 	e.batchOnce.Do(func() {
 		var shared []probes.Spec
 		for _, s := range e.cfg.Selected {
-			if s.Sandbox == probes.Shared {
+			// Only what Probe carries out: a probe this runner cannot test,
+			// or of another platform, never runs in the batch either.
+			if s.Sandbox == probes.Shared && s.AppliesTo(e.target.Runner) && len(e.runner.Capabilities().Missing(s.Requires())) == 0 {
 				shared = append(shared, s)
 			}
 		}

@@ -2,6 +2,7 @@ package netharness
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/canary"
 )
@@ -53,25 +55,53 @@ func TestMirrorOnlyNetwork(t *testing.T) {
 		t.Errorf("INPUT rules naming the bridge: %q, want the %d of inputRules(mirror-only)", in, len(want))
 	}
 
-	ask := func(server, name string) *dns.Msg {
+	// The resolver is asked as a sandbox asks it, from a namespace on the
+	// bridge: the host's own port-53 traffic may be redirected by the
+	// machine's nat table (a local DNS proxy, on some machines), never the
+	// sandboxes'. The alternate port is asked from the host, which the
+	// mirror-only fence lets through and a sandbox's would not.
+	ns, err := AttachTo(n, "egress-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Close(); err != nil {
+			t.Errorf("closing the test's namespace: %v", err)
+		}
+	})
+	exchange := func(fromBox bool, server, name string) *dns.Msg {
 		t.Helper()
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), dns.TypeA)
-		r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, server)
+		var r *dns.Msg
+		ask := func() (err error) {
+			r, _, err = (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, server)
+			return err
+		}
+		if fromBox {
+			err = onLockedThread(func(int) error {
+				if err := unix.Setns(int(ns.File().Fd()), unix.CLONE_NEWNET); err != nil {
+					return fmt.Errorf("entering the test's namespace: %w", err)
+				}
+				return ask()
+			})
+		} else {
+			err = ask()
+		}
 		if err != nil {
 			t.Fatalf("asking %s for %s: %v", server, name, err)
 		}
 		return r
 	}
 	resolver := net.JoinHostPort(n.DNS(), "53")
-	if r := ask(resolver, "mirror."+n.DNSZone()); len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != mirrorIP.String() {
+	if r := exchange(true, resolver, "mirror."+n.DNSZone()); len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != mirrorIP.String() {
 		t.Errorf("the resolver answered the mirror's name with %v, want %s", r.Answer, mirrorIP)
 	}
 	exfil := "tok1.egress.dns-exfil.x." + n.DNSZone()
-	if r := ask(resolver, exfil); r.Rcode != dns.RcodeRefused {
+	if r := exchange(true, resolver, exfil); r.Rcode != dns.RcodeRefused {
 		t.Errorf("the resolver answered an exfiltration name with %s, want REFUSED", dns.RcodeToString[r.Rcode])
 	}
-	if r := ask(n.DNSAltAddr(), exfil); r.Rcode != dns.RcodeSuccess {
+	if r := exchange(false, n.DNSAltAddr(), exfil); r.Rcode != dns.RcodeSuccess {
 		t.Errorf("the canary on the alternate port answered %s, want NOERROR", dns.RcodeToString[r.Rcode])
 	}
 	var services []string

@@ -61,6 +61,10 @@ type Spec struct {
 	// that lacks one leaves the probe not-tested. Host evidence that relies
 	// on a capability implies it (see Requires).
 	Needs []string `yaml:"needs,omitempty" json:"needs,omitempty"`
+	// Runners, when set, are the only runners whose sandboxes the probe is
+	// about (a platform's own daemons, e.g. opensandbox): in any other
+	// sandbox it is not-applicable and expected so, and it is not run.
+	Runners []string `yaml:"runners,omitempty" json:"runners,omitempty"`
 	// Unproven records why a control cannot exist for the probe: no reference
 	// target can let it through (negative) or block it (positive). A probe
 	// without a reason must have both controls in the end-to-end tests.
@@ -326,4 +330,10 @@ func (s Spec) check() error {
 		}
 	}
 	return nil
+}
+
+// AppliesTo reports whether the probe is about sandboxes of the given
+// runner (every runner unless the spec names some).
+func (s Spec) AppliesTo(runner string) bool {
+	return len(s.Runners) == 0 || slices.Contains(s.Runners, runner)
 }

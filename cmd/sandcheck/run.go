@@ -259,6 +259,11 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 // are kept). A sweep that cannot reach the engine is no reason to stop a
 // run that may not need it.
 func preflight(ctx context.Context, stderr io.Writer, cfg engine.Config, tg *targets.Target) error {
+	if err := docker.Ping(ctx); err != nil {
+		// No engine: the run itself finds that and records it in its
+		// evidence (exit 2), so nothing is checked or swept here.
+		return nil
+	}
 	if tg.Runner == "docker" {
 		if err := docker.Preflight(ctx, tg, cfg.ProbeBinary); err != nil {
 			return harness(err)
