@@ -50,10 +50,13 @@ func HostKinds() []string {
 // families, a canary observer, the needs-network label) needs "network": a
 // runner that cannot confine its sandboxes' traffic to the harness's
 // addresses (a host-network target) lacks it, so such probes are never run
-// there.
+// there. A probe restricted to a platform's runners (its own daemons on the
+// box's loopback) needs no network by its family alone.
 func (s Spec) Requires() []string {
 	out := slices.Clone(s.Needs)
-	network := s.Category == "metadata" || s.Category == "egress" || slices.Contains(s.Labels, "needs-network")
+	// A probe of one platform's own in-box daemons (Runners) talks only to
+	// the box's loopback, whatever its family.
+	network := len(s.Runners) == 0 && (s.Category == "metadata" || s.Category == "egress") || slices.Contains(s.Labels, "needs-network")
 	for _, h := range s.Host {
 		if n := hostKinds[h]; n != "" {
 			out = append(out, n)

@@ -76,6 +76,17 @@ func mdHeader(b *bytes.Buffer, rec *evidence.Record) {
 	row("Profile", rec.Target.Profile)
 	row("Runner", rec.Runner, rec.Runtime)
 	row("Image", rec.Image.Ref, rec.Image.Digest)
+	if p := rec.Provenance; p != nil {
+		// What the supply-chain check verified before anything started.
+		sig := "signature not verified: " + plain(p.Signature.Error)
+		if p.Signature.Verified {
+			sig = "signature verified with key " + code(p.Signature.KeyFingerprint, false)
+		}
+		fmt.Fprintf(b, "- Provenance: pinned %t, %s; %s\n", p.Pinned, sig, plain(p.Signature.Tlog))
+		if p.SBOM != nil {
+			row("SBOM", p.SBOM.Path, p.SBOM.Format, p.SBOM.Digest)
+		}
+	}
 	row("Host kernel", rec.Host.Kernel)
 	row("sandcheck", rec.Tool.Version)
 	row("Policy", rec.Tool.PolicyVersion)
