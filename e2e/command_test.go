@@ -97,7 +97,7 @@ func TestCommandRunnerHardened(t *testing.T) {
 		if notTestedForCommand(t, r) || r.Outcome == probes.NotApplicable {
 			continue
 		}
-		want := byID[r.Probe].Expected(rec.Target.Profile)
+		want := byID[r.Probe].ExpectedOn(rec.Runner, rec.Target.Profile)
 		got := rec.Effective(i)
 		switch {
 		case commandSessionFindings[r.Probe]:

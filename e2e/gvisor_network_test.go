@@ -90,7 +90,9 @@ func TestWeakGVisorMetadataAndEgressEscape(t *testing.T) {
 	ran := 0
 	for i, res := range rec.Results {
 		s, ok := specs[res.Probe]
-		if !ok || (s.Category != "metadata" && s.Category != "egress") {
+		if !ok || (s.Category != "metadata" && s.Category != "egress") || !s.AppliesTo("docker") {
+			// A probe of another platform's own daemons is not-applicable
+			// here, and its controls are that platform's references.
 			continue
 		}
 		ran++

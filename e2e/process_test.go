@@ -26,7 +26,7 @@ func TestProcessControlMostEscape(t *testing.T) {
 	}
 	for i, res := range rec.Results {
 		s := byID[res.Probe]
-		if s.Informational || s.Expected(rec.Target.Profile) != probes.Blocked {
+		if s.Informational || s.ExpectedOn(rec.Runner, rec.Target.Profile) != probes.Blocked {
 			continue
 		}
 		attempts++

@@ -256,12 +256,11 @@ func (e *Engine) emit(typ string, data any) {
 func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 	start := time.Now()
 	res := evidence.Result{Probe: spec.ID, Category: spec.Category, Criterion: spec.Criterion,
-		Severity: spec.Severity, Expected: spec.Expected(e.target.Profile), Outcome: probes.Inconclusive}
+		Severity: spec.Severity, Expected: spec.ExpectedOn(e.target.Runner, e.target.Profile), Outcome: probes.Inconclusive}
 	var err error
 	if !spec.AppliesTo(e.target.Runner) {
 		// A probe of another platform's own daemons: nothing of it is in
 		// this sandbox, and the profile cannot expect otherwise.
-		res.Expected = probes.NotApplicable
 		res.Outcome, res.Detail = probes.NotApplicable, fmt.Sprintf("a probe of %s sandboxes only; this target's runner is %s", strings.Join(spec.Runners, ", "), e.target.Runner)
 		return e.record(res, start)
 	}

@@ -27,12 +27,17 @@ func catalogData(criteria []string, specs []probes.Spec) map[string]any {
 		for i, h := range s.Host {
 			host[i] = h
 		}
+		runners := make([]any, len(s.Runners))
+		for i, r := range s.Runners {
+			runners[i] = r
+		}
 		ps[s.ID] = map[string]any{
 			"category":  s.Category,
 			"criterion": s.Criterion,
 			"severity":  s.Severity,
 			"expect":    expect,
 			"host":      host,
+			"runners":   runners,
 		}
 	}
 	cs := make([]any, len(criteria))

@@ -332,6 +332,16 @@ func (s Spec) check() error {
 	return nil
 }
 
+// ExpectedOn is what the profile expects of the probe on a runner's
+// sandboxes: not-applicable for a probe of other platforms only, otherwise
+// Expected.
+func (s Spec) ExpectedOn(runner, profile string) Outcome {
+	if !s.AppliesTo(runner) {
+		return NotApplicable
+	}
+	return s.Expected(profile)
+}
+
 // AppliesTo reports whether the probe is about sandboxes of the given
 // runner (every runner unless the spec names some).
 func (s Spec) AppliesTo(runner string) bool {

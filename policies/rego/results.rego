@@ -53,16 +53,29 @@ host_stops := {"oom-killed", "cpu-budget-killed"}
 
 # catalog_expected is what the catalog says the run's profile expects; the
 # harness wrote it into the record, so a different value there is forged.
-catalog_expected(r) := o if {
+catalog_expected(r) := "not-applicable" if {
+	other_platform(r)
+} else := o if {
 	spec := data.catalog.probes[r.probe]
 	o := object.get(spec.expect, profile_name, spec.expect["default"])
 } else := r.expected
+
+# other_platform holds for a probe of some platforms' own sandboxes only
+# (the catalog's runners) when the run's runner is not one of them: nothing
+# of it is there, so the profile expects it not-applicable.
+other_platform(r) if {
+	rs := object.get(data.catalog.probes[r.probe], "runners", [])
+	count(rs) > 0
+	not input.runner in rs
+}
 
 # expected is what the grade holds the result to: the catalog's entry for
 # this very profile first, then the profile's must_succeed and must_block
 # lists, then the catalog's default. The record's own value is used only for
 # probes the catalog does not know (and those fail).
-expected(r) := o if {
+expected(r) := "not-applicable" if {
+	other_platform(r)
+} else := o if {
 	o := data.catalog.probes[r.probe].expect[profile_name]
 } else := "escaped" if {
 	known(r)
