@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,14 +64,32 @@ func parallelMatchesSerial(t *testing.T, probe, target, glob string) {
 			t.Errorf("result %d: serial %s %s, parallel %s %s (%s)", i, s.Probe, s.Outcome, p.Probe, p.Outcome, p.Detail)
 		}
 	}
-	status := map[string]string{}
-	for _, c := range serial.Record.Verdict.Criteria {
-		status[c.ID] = string(c.Status)
-	}
-	for _, c := range par.Record.Verdict.Criteria {
-		if status[c.ID] != string(c.Status) {
-			t.Errorf("criterion %s: serial %s, parallel %s", c.ID, status[c.ID], c.Status)
+	if diff := criteriaDiff(serial, par); len(diff) > 0 {
+		// The results agree but a criterion does not: host evidence under
+		// gVisor on a loaded machine varies between two serial runs too.
+		// A second serial run that agrees with the parallel one shows the
+		// difference is not parallelism's; one that does not fails.
+		t.Logf("criteria differ from the first serial run (%v); running serially again", diff)
+		if diff := criteriaDiff(run(1), par); len(diff) > 0 {
+			for _, d := range diff {
+				t.Error(d)
+			}
 		}
 	}
 	t.Logf("serial %.1fs, parallel %.1fs (%d probes: %v)", serial.Record.Timing.TotalSeconds, par.Record.Timing.TotalSeconds, len(sel), kinds)
+}
+
+// criteriaDiff lists the criteria whose status differs between two runs.
+func criteriaDiff(a, b *engine.Outcome) []string {
+	status := map[string]string{}
+	for _, c := range a.Record.Verdict.Criteria {
+		status[c.ID] = string(c.Status)
+	}
+	var out []string
+	for _, c := range b.Record.Verdict.Criteria {
+		if status[c.ID] != string(c.Status) {
+			out = append(out, fmt.Sprintf("criterion %s: serial %s, parallel %s", c.ID, status[c.ID], c.Status))
+		}
+	}
+	return out
 }

@@ -115,7 +115,10 @@ func TestProjectFilesPass(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: %v", f, err)
 			}
-			if sh.Documents > 1 {
+			// Kubernetes manifests (fixtures/kubernetes) are read by the
+			// kubernetes runner, where several objects to a file are usual;
+			// targets and waivers are one document each.
+			if sh.Documents > 1 && filepath.Base(filepath.Dir(f)) != "kubernetes" {
 				t.Errorf("%s: %d documents", f, sh.Documents)
 			}
 			n++
