@@ -44,15 +44,15 @@ func hardenedRecord() *evidence.Record {
 			Category:  s.Category,
 			Criterion: s.Criterion,
 			Severity:  s.Severity,
-			Outcome:   s.Expected(testProfile), // attempts blocked, workloads through
-			Expected:  s.Expected(testProfile),
+			Outcome:   s.ExpectedOn("docker", testProfile), // attempts blocked, workloads through
+			Expected:  s.ExpectedOn("docker", testProfile),
 			Detail:    "stopped",
 			Evidence:  []evidence.Item{{Source: evidence.SourceProbe, Kind: "errno", Summary: "EPERM"}},
 		}
 		for _, h := range s.Host {
 			// The host confirms what the profile expects: an attempt
 			// blocked, a workload (workload.read-inputs) through.
-			r.Evidence = append(r.Evidence, hostItem(h, s.Expected(testProfile)))
+			r.Evidence = append(r.Evidence, hostItem(h, s.ExpectedOn("docker", testProfile)))
 		}
 		rec.Results = append(rec.Results, r)
 	}
@@ -89,7 +89,7 @@ func result(rec *evidence.Record, id string) *evidence.Result {
 // firstProbeOf returns the first catalog probe testing criterion.
 func firstProbeOf(criterion string) (probes.Spec, bool) {
 	for _, s := range probes.Catalog() {
-		if s.Criterion == criterion && s.Expected(testProfile) == probes.Blocked {
+		if s.Criterion == criterion && s.ExpectedOn("docker", testProfile) == probes.Blocked {
 			return s, true
 		}
 	}

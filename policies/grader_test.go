@@ -303,6 +303,11 @@ func TestGradeTable(t *testing.T) {
 func TestUnconfirmedNeverPasses(t *testing.T) {
 	g := newGrader(t)
 	for _, s := range probes.Catalog() {
+		if !s.AppliesTo("docker") {
+			// Never run on the docker record's sandboxes: not-applicable
+			// whatever it would say.
+			continue
+		}
 		rec := hardenedRecord()
 		r := result(rec, s.ID)
 		r.Outcome = probes.Inconclusive

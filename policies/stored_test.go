@@ -70,7 +70,7 @@ var (
 
 func addResult(rec *evidence.Record, s probes.Spec, o probes.Outcome) {
 	rec.Results = append(rec.Results, evidence.Result{Probe: s.ID, Category: s.Category, Criterion: s.Criterion,
-		Severity: s.Severity, Outcome: o, Expected: s.Expected(rec.Target.Profile), Detail: "d"})
+		Severity: s.Severity, Outcome: o, Expected: s.ExpectedOn(rec.Runner, rec.Target.Profile), Detail: "d"})
 }
 
 // A stored hardened run where each criterion alone is violated fails
