@@ -88,6 +88,17 @@ func keyNowhere(t *testing.T, r run) {
 	})
 }
 
+// harnessDetail is a result's detail when the harness could not carry the
+// probe out ("harness: ..."), empty otherwise.
+func harnessDetail(r run, id string) string {
+	for _, res := range r.rec.Results {
+		if res.Probe == id && strings.HasPrefix(res.Detail, "harness:") {
+			return res.Detail
+		}
+	}
+	return ""
+}
+
 func outcomes(r run) map[string]probes.Outcome {
 	m := map[string]probes.Outcome{}
 	for i, res := range r.rec.Results {
@@ -146,6 +157,14 @@ func TestOpenSandboxControls(t *testing.T) {
 	// for it (execd runs commands as root, with its own token in their
 	// environment on the hardened server; no read-only root filesystem).
 	for _, id := range []string{"privilege.root-uid", "persistence.rootfs-write", "privilege.opensandbox-execd-unauthenticated"} {
+		if d := harnessDetail(hard, id); wo[id] == probes.Escaped && ho[id] == probes.Inconclusive && d != "" {
+			// The hardened platform OOM-kills a whole sandbox, execd with
+			// it, at its memory limit (the run's allowed harness errors):
+			// a probe of the killed sandbox could not report. Logged, never
+			// passed.
+			t.Logf("%s: hardened inconclusive, its sandbox gone: %s", id, d)
+			continue
+		}
 		if wo[id] != probes.Escaped || ho[id] != probes.Escaped {
 			t.Errorf("%s: weak %s, hardened %s; want escaped in both (the API has no control for it)", id, wo[id], ho[id])
 		}
