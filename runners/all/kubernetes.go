@@ -1,8 +1,6 @@
-//go:build kubernetes
-
 package all
 
-// The kubernetes runner needs client-go, whose module graph this build
-// cannot fetch yet (see runners/kubernetes/doc.go): it is built in with
-// -tags kubernetes.
+// The kubernetes runner (client-go) registers itself like the others; it is
+// imported from its own file so its owner can change it without touching
+// all.go.
 import _ "github.com/sandcheck/sandcheck/runners/kubernetes"

@@ -1,13 +1,6 @@
-//go:build kubernetes
-
 // Package kubernetes is the kubernetes runner (`runner: kubernetes`): each
 // sandbox is one pod made from the platform's own pod template, in a fresh
 // namespace of its own, through client-go.
-//
-// It is built only with -tags kubernetes for now: client-go's module graph
-// joined with the supply-chain libraries' needs a module version
-// (fxamacker/cbor/v2 v2.9.4) that could not be fetched when the runner was
-// written, so go.mod does not require client-go yet.
 //
 // The template's security context, RuntimeClass, resources, service-account
 // automount, volumes and host namespaces are kept as they are. The runner
