@@ -27,6 +27,8 @@ type Sandbox struct {
 	ns, pod   string
 	container string
 	uid       string
+	img       string // the probe image (probe binary and busybox)
+	agents    int    // ephemeral containers Spawn added
 	log       *slog.Logger
 
 	closeOnce sync.Once
@@ -67,6 +69,7 @@ func (s *Sandbox) create(ctx context.Context, spec runners.SandboxSpec, img stri
 			return err
 		}
 	}
+	s.img = img
 	pod := s.r.podFor(s.ns, s.pod, spec, img, labels)
 	// The namespace's default ServiceAccount appears a moment after the
 	// namespace; until then the API server refuses pods.
@@ -162,10 +165,22 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	nobody := int64(65534)
 	no, yes := false, true
+	// The probe binary comes from a sidecar (an init container that keeps
+	// running) rather than an init container that exits: under gVisor
+	// through the runc shim a pod's second container's exit is never seen
+	// (the shim watches the sandbox's process, which stays), so an init
+	// container never completes. The task starts once the startup probe
+	// finds the copy in place.
+	always := corev1.ContainerRestartPolicyAlways
+	bb := "/" + busyboxInImage
 	p.InitContainers = append([]corev1.Container{{
-		Name: "sandcheck-probe", Image: img, ImagePullPolicy: corev1.PullNever,
-		Command:      []string{"/" + busyboxInImage, "cp", "/" + probeInImage, "/out/sandcheck-probe"},
+		Name: "sandcheck-probe", Image: img, ImagePullPolicy: corev1.PullNever, RestartPolicy: &always,
+		Command: []string{bb, "sh", "-c", `"$0" cp "$1" /out/.sandcheck-probe.part && "$0" mv /out/.sandcheck-probe.part /out/sandcheck-probe && exec "$0" sleep 2147483647`,
+			bb, "/" + probeInImage},
 		VolumeMounts: []corev1.VolumeMount{{Name: probeVolume, MountPath: "/out"}},
+		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{bb, "test", "-x", "/out/sandcheck-probe"}}},
+			PeriodSeconds: 1, FailureThreshold: 120, TimeoutSeconds: 5},
 		SecurityContext: &corev1.SecurityContext{RunAsUser: &nobody, RunAsGroup: &nobody, RunAsNonRoot: &yes,
 			AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
