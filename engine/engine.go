@@ -123,6 +123,8 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		Runner: tg.Runner, Image: evidence.Image{Ref: tg.Image}, Host: hostInfo(),
 		Provenance: cfg.Provenance,
 	}
+	// The platform's identity labels, for attributable-policy (attribution.go).
+	e.rec.Target.Attribution = tg.Attribution.Keys()
 	if tg.Docker != nil {
 		e.rec.Runtime = tg.Docker.Runtime
 	}
