@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -120,7 +121,15 @@ func (e *Engine) limits() *limitPlan {
 // limitBounds are the bounds the probe binary gets (nil: all defaults).
 func (e *Engine) limitBounds() *probes.Bounds {
 	b := e.limits().bounds
-	if b == (probes.Bounds{}) {
+	for id, f := range e.limits().scale {
+		if s, ok := probes.Lookup(id); ok {
+			if b.Timeouts == nil {
+				b.Timeouts = map[string]probes.Duration{}
+			}
+			b.Timeouts[id] = probes.Duration(float64(s.Timeout) * f)
+		}
+	}
+	if reflect.ValueOf(b).IsZero() {
 		return nil
 	}
 	return &b

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
 	p := planLimits(d, defaultLimitMax)
 	want := probes.Bounds{CPUMsec: 7500, Processes: 1064, Threads: 2064, MemoryMiB: 1280, Files: 10064,
 		DiskMiB: 528, ShmMiB: 272, Inodes: 50256}
-	if p.bounds != want {
+	if !reflect.DeepEqual(p.bounds, want) {
 		t.Errorf("bounds\n got %+v\nwant %+v", p.bounds, want)
 	}
 	if len(p.over) != 0 {
@@ -30,7 +31,7 @@ func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
 
 	// Small limits keep the defaults (which already run past them).
 	small := planLimits(targets.Declared{CPUBudget: 3 * time.Second, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20}, defaultLimitMax)
-	if small.bounds != (probes.Bounds{CPUMsec: 4000, Processes: 512, Threads: 512, MemoryMiB: 640, Files: 4096}) || len(small.scale) != 0 {
+	if !reflect.DeepEqual(small.bounds, probes.Bounds{CPUMsec: 4000, Processes: 512, Threads: 512, MemoryMiB: 640, Files: 4096}) || len(small.scale) != 0 {
 		t.Errorf("small limits: %+v, scale %v", small.bounds, small.scale)
 	}
 
@@ -44,5 +45,27 @@ func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
 	}
 	if big.bounds.CPUMsec != 0 || big.bounds.Processes != 0 {
 		t.Errorf("bounds set past a limit above the maximum: %+v", big.bounds)
+	}
+}
+
+// TestLimitBoundsCarryTimeouts: a probe whose bound grew gets its grown
+// timeout in the parameters, so the probe binary's own deadline (80% of
+// the catalog's timeout before) does not cut a longer burn short.
+func TestLimitBoundsCarryTimeouts(t *testing.T) {
+	e := &Engine{target: &targets.Target{Profile: "no-network-transform", Docker: &targets.Docker{CPUTime: "40s"}}}
+	b := e.limitBounds()
+	if b == nil || b.CPUMsec != 50000 {
+		t.Fatalf("bounds %+v", b)
+	}
+	spec, _ := probes.Lookup("resources.cpu-deadline")
+	got := b.Timeout("resources.cpu-deadline", spec.Timeout.D())
+	if want := time.Duration(float64(spec.Timeout) * 50000 / 4000); got != want {
+		t.Errorf("timeout %s, want %s", got, want)
+	}
+	if got := b.Timeout("resources.memory", time.Minute); got != time.Minute {
+		t.Errorf("an unchanged probe's timeout %s", got)
+	}
+	if (&Engine{target: &targets.Target{}}).limitBounds() != nil {
+		t.Error("a target without limits has bounds")
 	}
 }

@@ -1,5 +1,7 @@
 package probes
 
+import "time"
+
 // Bounds are how far each limit probe pushes, as the harness sets them: past
 // the limit the target declares, so a platform whose limit is larger than a
 // probe's default bound is not reported as having none. A zero field keeps
@@ -22,6 +24,20 @@ type Bounds struct {
 	ShmMiB int64 `json:"shm_mib,omitempty"`
 	// Inodes is how many files resources.inode-exhaustion creates per place.
 	Inodes int64 `json:"inodes,omitempty"`
+	// Timeouts are the harness's timeouts of the probes whose bound grew
+	// past the default (the catalog's timeout for the rest), so that the
+	// probe binary's own deadline grows with the bound too.
+	Timeouts map[string]Duration `json:"timeouts,omitempty"`
+}
+
+// Timeout is the harness's timeout of probe id, or def.
+func (b *Bounds) Timeout(id string, def time.Duration) time.Duration {
+	if b != nil {
+		if d, ok := b.Timeouts[id]; ok && d > 0 {
+			return d.D()
+		}
+	}
+	return def
 }
 
 // Bound returns v when the harness set it (above zero), else def.
