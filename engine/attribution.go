@@ -13,8 +13,10 @@ import (
 // identityFact grades the identity the runtime gave a sandbox, as the host
 // sees it: its host name must carry the run ID, and the platform's own labels
 // (not the harness's sandcheck.* ones, which it adds to every sandbox) must
-// name the run, the target and the task. Escaped means the sandbox cannot be
-// tied to its run from the runtime's records.
+// carry its identities: the run, task and policy identities through the
+// labels the target declares (attribution:), or without that declaration
+// labels naming sandcheck's run, target and task. Escaped means the sandbox
+// cannot be tied to its run from the runtime's records.
 func (e *Engine) identityFact(fact string, v *runners.RuntimeView) evidence.Item {
 	it := evidence.Item{Source: evidence.SourceRuntime, Kind: fact}
 	switch fact {
@@ -29,6 +31,9 @@ func (e *Engine) identityFact(fact string, v *runners.RuntimeView) evidence.Item
 			it.Indicates = probes.Escaped
 		}
 	case "labels":
+		if keys := e.target.Attribution.Keys(); keys != nil {
+			return declaredIdentity(it, keys, v.Labels)
+		}
 		missing, binding := labelBinding(v.Labels, e.rec.RunID, e.target.Name, v.Labels["sandcheck.task"])
 		it.Summary = fmt.Sprintf("labels naming the run, target or task: %s", truncate(strings.Join(binding, ", "), 300))
 		if len(binding) == 0 {
@@ -71,4 +76,38 @@ func labelBinding(labels map[string]string, runID, target, task string) (missing
 		}
 	}
 	return missing, binding
+}
+
+// attributionOrder is the order identities are reported in.
+var attributionOrder = []string{"run", "task", "policy"}
+
+// declaredIdentity grades a sandbox's labels against the platform's own
+// identity labels the target declares: each of run, task and policy must be
+// there and not empty. The values are the platform's, not sandcheck's: a
+// platform names its runs in its own vocabulary.
+func declaredIdentity(it evidence.Item, keys, labels map[string]string) evidence.Item {
+	it.Data = map[string]string{}
+	var have, missing []string
+	for _, what := range attributionOrder {
+		k := keys[what]
+		val := strings.TrimSpace(labels[k])
+		if val == "" {
+			missing = append(missing, fmt.Sprintf("%s (%s)", what, k))
+			continue
+		}
+		it.Data[what] = truncate(val, 200)
+		it.Data[what+"_label"] = k
+		have = append(have, fmt.Sprintf("%s %s=%s", what, k, truncate(val, 100)))
+	}
+	if len(missing) == 0 {
+		it.Summary = "the platform's labels carry the sandbox's identities: " + strings.Join(have, ", ")
+		it.Indicates = probes.Blocked
+		return it
+	}
+	it.Summary = "the sandbox lacks the platform's identity labels the target declares: " + strings.Join(missing, ", ")
+	if len(have) > 0 {
+		it.Summary += "; it has " + strings.Join(have, ", ")
+	}
+	it.Indicates = probes.Escaped
+	return it
 }

@@ -2,7 +2,11 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 func TestLabelBinding(t *testing.T) {
@@ -19,5 +23,27 @@ func TestLabelBinding(t *testing.T) {
 	delete(platform, "platform.task")
 	if missing, _ := labelBinding(platform, run, target, task); !slices.Equal(missing, []string{"task"}) {
 		t.Errorf("missing %v, want [task]", missing)
+	}
+}
+
+// TestDeclaredIdentity: with the platform's identity labels declared, the
+// platform's own values attribute the sandbox (they never name sandcheck's
+// run); a missing or empty one, or only the harness's labels, does not.
+func TestDeclaredIdentity(t *testing.T) {
+	keys := map[string]string{"run": "acme.io/run", "task": "acme.io/task", "policy": "acme.io/policy"}
+	labels := map[string]string{"acme.io/run": "sess-7f3", "acme.io/task": "task-12", "acme.io/policy": "egress-v3"}
+	it := declaredIdentity(evidence.Item{Kind: "labels"}, keys, labels)
+	if it.Indicates != probes.Blocked || it.Data["run"] != "sess-7f3" || it.Data["policy_label"] != "acme.io/policy" {
+		t.Errorf("platform labels: %+v", it)
+	}
+	labels["acme.io/task"] = ""
+	delete(labels, "acme.io/policy")
+	it = declaredIdentity(evidence.Item{Kind: "labels"}, keys, labels)
+	if it.Indicates != probes.Escaped || !strings.Contains(it.Summary, "task (acme.io/task), policy (acme.io/policy)") {
+		t.Errorf("missing labels: %+v", it)
+	}
+	it = declaredIdentity(evidence.Item{Kind: "labels"}, keys, map[string]string{"sandcheck.run": "r", "sandcheck.task": "t"})
+	if it.Indicates != probes.Escaped {
+		t.Errorf("the harness's labels stood in for the platform's: %+v", it)
 	}
 }

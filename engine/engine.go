@@ -70,6 +70,10 @@ type Engine struct {
 		sb      *sandbox
 		err     error
 	}
+
+	// limitOnce makes limitPlan, the limit probes' bounds (limits.go).
+	limitOnce sync.Once
+	limitPlan *limitPlan
 }
 
 type sandbox struct {
@@ -119,6 +123,8 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		Runner: tg.Runner, Image: evidence.Image{Ref: tg.Image}, Host: hostInfo(),
 		Provenance: cfg.Provenance,
 	}
+	// The platform's identity labels, for attributable-policy (attribution.go).
+	e.rec.Target.Attribution = tg.Attribution.Keys()
 	if tg.Docker != nil {
 		e.rec.Runtime = tg.Docker.Runtime
 	}
@@ -268,6 +274,12 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 		// The runner cannot carry the probe out: not tested, with the
 		// reason, which the policy never grades as a pass.
 		res.Outcome, res.Detail = probes.NotTested, probes.NotTestedReason(e.runner.Name(), missing)
+		return e.record(res, start)
+	}
+	if it, over := e.limitAboveMax(spec); over {
+		// The target's limit is above what the profile allows: not run
+		// past it, graded from the host's finding (limits.go).
+		res.Detail, res.Evidence = it.Summary, append(res.Evidence, it)
 		return e.record(res, start)
 	}
 	switch spec.Sandbox {
@@ -531,6 +543,7 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	}
 	e.outputParams(&p, ids)
 	e.inputsParams(&p)
+	p.Bounds = e.limitBounds()
 	return p
 }
 

@@ -58,7 +58,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the run: %w", err)
 	}
-	e.probeAll(ctx, sel)
+	// The limit probes' timeouts grow with their bounds (limits.go).
+	e.cfg.Selected = e.fitLimits(e.cfg.Selected)
+	e.probeAll(ctx, e.fitLimits(sel))
 	return e.Conclude(context.WithoutCancel(ctx))
 }
 

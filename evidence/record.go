@@ -89,6 +89,11 @@ type Target struct {
 	// Inputs is the inputs folder the harness made for the run and bound
 	// into every sandbox (nil: the target declares none).
 	Inputs *TargetInputs `json:"inputs,omitempty"`
+	// Attribution maps run, task and policy to the platform's label that
+	// carries each identity, as the target declares it (nil: none
+	// declared; the labels must then name sandcheck's run, target and
+	// task).
+	Attribution map[string]string `json:"attribution,omitempty"`
 }
 
 // TargetInputs is the harness's bind of the run's inputs folder: the host

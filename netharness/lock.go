@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +30,13 @@ type hostLock struct{ f *os.File }
 
 // acquireLock takes the exclusive lock at path, waiting until ctx ends.
 func acquireLock(ctx context.Context, path string) (*hostLock, error) {
+	return acquireLockNotify(ctx, path, nil)
+}
+
+// acquireLockNotify is acquireLock; when the lock is held by another
+// process, onWait (if set) is told at once, once, with what holds it (see
+// lockHolder), so a waiting run can say why it does nothing.
+func acquireLockNotify(ctx context.Context, path string, onWait func(holder string)) (*hostLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating lock directory: %w", err)
 	}
@@ -46,10 +55,14 @@ func acquireLock(ctx context.Context, path string) (*hostLock, error) {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
+		if onWait != nil {
+			onWait(lockHolder(path))
+			onWait = nil
+		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("waiting for harness lock %s (held by pid %s): %w", path, holder(path), context.Cause(ctx))
+			return nil, fmt.Errorf("waiting for harness lock %s (held by %s): %w", path, lockHolder(path), context.Cause(ctx))
 		case <-t.C:
 		}
 	}
@@ -74,6 +87,35 @@ func holder(path string) string {
 		return "?"
 	}
 	return string(bytes.TrimSpace(b[:n]))
+}
+
+// maxHolderCmdline bounds what is read of the holder's command line.
+const maxHolderCmdline = 4096
+
+// lockHolder names the process that holds the lock at path, as far as it is
+// known: "pid N (its command line)" while that process lives, "pid N" when
+// its command line cannot be read, "an unknown process" when the holder
+// wrote no pid.
+func lockHolder(path string) string {
+	pid := holder(path)
+	if _, err := strconv.Atoi(pid); err != nil {
+		return "an unknown process"
+	}
+	f, err := os.Open(filepath.Join("/proc", pid, "cmdline"))
+	if err != nil {
+		return "pid " + pid
+	}
+	defer f.Close()
+	b := make([]byte, maxHolderCmdline)
+	n, _ := io.ReadFull(f, b)
+	cmd := strings.TrimSpace(strings.ReplaceAll(string(b[:n]), "\x00", " "))
+	if cmd == "" {
+		return "pid " + pid
+	}
+	if len(cmd) > 200 {
+		cmd = cmd[:200] + "..."
+	}
+	return fmt.Sprintf("pid %s (%s)", pid, cmd)
 }
 
 // release drops the lock; safe on nil and twice.

@@ -161,7 +161,9 @@ func Create(ctx context.Context, opts Options) (n *Network, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding iptables: %w", err)
 	}
-	lock, err := acquireLock(ctx, opts.LockPath)
+	lock, err := acquireLockNotify(ctx, opts.LockPath, func(holder string) {
+		opts.Logger.Warn("waiting for the harness lock: another run holds it (one harness network per host)", "lock", opts.LockPath, "holder", holder)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,13 @@ import (
 // lock, a dead one cannot. It returns what it removed. Create sweeps by
 // itself; call Sweep at startup or in tests to clean without creating.
 func Sweep(ctx context.Context, docker client.NetworkAPIClient) ([]string, error) {
+	return SweepNotify(ctx, docker, nil)
+}
+
+// SweepNotify is Sweep; when a live run holds the harness lock, onWait (if
+// set) is told at once, once, with what holds it, so the caller can say why
+// it waits.
+func SweepNotify(ctx context.Context, docker client.NetworkAPIClient, onWait func(holder string)) ([]string, error) {
 	if docker == nil {
 		return nil, errors.New("sweeping harness networks: no docker client")
 	}
@@ -26,7 +33,7 @@ func Sweep(ctx context.Context, docker client.NetworkAPIClient) ([]string, error
 	if err != nil {
 		return nil, fmt.Errorf("finding iptables: %w", err)
 	}
-	lock, err := acquireLock(ctx, DefaultLockPath)
+	lock, err := acquireLockNotify(ctx, DefaultLockPath, onWait)
 	if err != nil {
 		return nil, err
 	}

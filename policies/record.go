@@ -3,6 +3,7 @@ package policies
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -22,6 +23,9 @@ func DecodeRecord(r io.Reader) (*evidence.Record, error) {
 	}
 	if len(b) > MaxRecordSize {
 		return nil, fmt.Errorf("reading run record: larger than %d bytes", MaxRecordSize)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("reading run record: the file is empty (no JSON record)")
 	}
 	if err := ValidateInput(b); err != nil {
 		return nil, err

@@ -116,6 +116,10 @@ type Params struct {
 	// framed base64 tar stream on stderr after the probes (the gated
 	// release), within these bounds.
 	Pack *PackBounds `json:"pack,omitempty"`
+	// Bounds, when set, are how far the limit probes push: past the limits
+	// the target declares (see Bounds). Nil or a zero field: the probe's
+	// own default bound.
+	Bounds *Bounds `json:"bounds,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

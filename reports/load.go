@@ -43,6 +43,9 @@ func LoadRecord(path string) (*evidence.Record, error) {
 	if b.Len() > maxRecordBytes {
 		return nil, fmt.Errorf("reading run record %s: larger than %d bytes", path, maxRecordBytes)
 	}
+	if len(bytes.TrimSpace(b.Bytes())) == 0 {
+		return nil, fmt.Errorf("reading run record %s: the file is empty (no JSON record)", path)
+	}
 	var rec evidence.Record
 	dec := json.NewDecoder(&b)
 	if err := dec.Decode(&rec); err != nil {

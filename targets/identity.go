@@ -115,3 +115,43 @@ func (id Identity) expand(s string) string {
 func (id Identity) String() string {
 	return fmt.Sprintf("run %s, target %s, task %s", id.RunID, id.Target, id.Task)
 }
+
+// Attribution names the platform's labels that carry each sandbox's
+// identities, as the threat model asks: every sandbox attributable to its
+// run, its task and the policy it runs under, through identities the
+// platform itself gives (acme.io/run, not sandcheck's vocabulary). The
+// harness reads them from the runtime's view of each sandbox (Docker
+// labels, Kubernetes labels and annotations).
+type Attribution struct {
+	// Run is the label carrying the platform's run (or session) identity.
+	Run string `yaml:"run"`
+	// Task is the label carrying the platform's task identity.
+	Task string `yaml:"task"`
+	// Policy is the label carrying the policy (or profile) identity the
+	// sandbox runs under.
+	Policy string `yaml:"policy"`
+}
+
+// Keys maps run, task and policy to the label that carries each.
+func (a *Attribution) Keys() map[string]string {
+	if a == nil {
+		return nil
+	}
+	return map[string]string{"run": a.Run, "task": a.Task, "policy": a.Policy}
+}
+
+// checkAttribution: each identity names one label, a valid label key. The
+// harness's own sandcheck. labels are not the platform's.
+func (v *validator) checkAttribution(a *Attribution) {
+	for _, f := range []struct{ name, key string }{{"run", a.Run}, {"task", a.Task}, {"policy", a.Policy}} {
+		p := "$.attribution." + f.name
+		switch {
+		case f.key == "":
+			v.add(p, "names the platform's label that carries the sandbox's %s identity; required", f.name)
+		case !labelKey.MatchString(f.key):
+			v.add(p, "label names are letters, digits, '.', '_', '-', '/' and ':', starting with a letter or digit (got %q)", f.key)
+		case strings.HasPrefix(f.key, "sandcheck.") || f.key == "sandcheck":
+			v.add(p, "%q is one of the harness's own labels, not the platform's", f.key)
+		}
+	}
+}

@@ -48,3 +48,31 @@ func TestIdentityRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestAttributionDeclared: a target names the platform's identity labels
+// (issue 16 item 5); each of run, task and policy is required, a valid
+// label key, and not one of the harness's own.
+func TestAttributionDeclared(t *testing.T) {
+	base := "schema: sandcheck.dev/target/v1\nname: acme\nrunner: docker\nimage: sandcheck/runner:dev\nprofile: no-network-transform\ndocker:\n  runtime: runc\n  network: none\n  labels:\n    acme.io/run: sess-1\n"
+	tg, err := Parse("t.yaml", []byte(base+"attribution: {run: acme.io/run, task: acme.io/task, policy: acme.io/policy}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := tg.Attribution.Keys(); k["run"] != "acme.io/run" || k["task"] != "acme.io/task" || k["policy"] != "acme.io/policy" {
+		t.Errorf("keys %v", k)
+	}
+	for _, tc := range []struct{ attr, want string }{
+		{"{run: acme.io/run, task: acme.io/task}", "$.attribution.policy"},
+		{"{run: acme.io/run, task: 'a b', policy: p}", "$.attribution.task"},
+		{"{run: sandcheck.run, task: t, policy: p}", "$.attribution.run"},
+		{"{run: r, task: t, policy: p, owner: o}", "owner"},
+	} {
+		_, err := Parse("t.yaml", []byte(base+"attribution: "+tc.attr+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("attribution %s: %v, want an error naming %s", tc.attr, err, tc.want)
+		}
+	}
+	if (*Attribution)(nil).Keys() != nil {
+		t.Error("no declaration has keys")
+	}
+}

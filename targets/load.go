@@ -200,6 +200,9 @@ func (v *validator) check(t *Target) {
 	if t.ImageVerify != nil {
 		v.checkImageVerify(t.ImageVerify)
 	}
+	if t.Attribution != nil {
+		v.checkAttribution(t.Attribution)
+	}
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {

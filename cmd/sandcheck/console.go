@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,4 +63,61 @@ func (c *console) outcome(o probes.Outcome, expected bool) string {
 		return "\x1b[32m" + s + "\x1b[0m"
 	}
 	return "\x1b[31m" + s + "\x1b[0m"
+}
+
+// probeErr splits a harness error the engine wrote for one probe ("probe
+// ID: what failed") into the probe and what failed.
+var probeErr = regexp.MustCompile(`^probe (\S+): (.*)$`)
+
+// maxNamedProbes is how many probes a grouped harness error names.
+const maxNamedProbes = 5
+
+// harnessLines turns the run's harness errors into the lines to print: one
+// cause, once. An engine failure (the engine stopped, an image removed)
+// fails every probe after it the same way; those errors are one line
+// naming how many probes it cost and the first few, in the order first
+// seen, not one line per probe.
+func harnessLines(errs []string) []string {
+	type group struct {
+		msg    string
+		probes []string
+	}
+	var order []*group
+	byMsg := map[string]*group{}
+	for _, e := range errs {
+		msg, probe := e, ""
+		if m := probeErr.FindStringSubmatch(e); m != nil {
+			probe, msg = m[1], m[2]
+		}
+		g := byMsg[msg]
+		if g == nil {
+			g = &group{msg: msg}
+			byMsg[msg] = g
+			order = append(order, g)
+		}
+		if probe != "" {
+			g.probes = append(g.probes, probe)
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, g := range order {
+		switch n := len(g.probes); {
+		case n == 0:
+			out = append(out, g.msg)
+		case n == 1:
+			out = append(out, "probe "+g.probes[0]+": "+g.msg)
+		case n <= maxNamedProbes:
+			out = append(out, fmt.Sprintf("%s (%d probes: %s)", g.msg, n, strings.Join(g.probes, ", ")))
+		default:
+			out = append(out, fmt.Sprintf("%s (%d probes: %s and %d more; every error is in run.json)", g.msg, n, strings.Join(g.probes[:maxNamedProbes], ", "), n-maxNamedProbes))
+		}
+	}
+	return out
+}
+
+// printHarnessErrors prints the run's harness errors, each cause once.
+func printHarnessErrors(w io.Writer, errs []string) {
+	for _, l := range harnessLines(errs) {
+		fmt.Fprintf(w, "sandcheck: harness: %s\n", l)
+	}
 }

@@ -79,7 +79,7 @@ func runFleet(ctx context.Context, stdout, stderr io.Writer, cfg engine.Config, 
 		if rec != nil && rec.Record != nil && rec.Record.Verdict != nil {
 			printVerdict(stdout, rec.Record, quiet)
 		}
-		for _, e := range r.Errors {
+		for _, e := range harnessLines(r.Errors) {
 			fmt.Fprintf(stderr, "sandcheck: pool %s: harness: %s\n", r.Pool, e)
 		}
 	}

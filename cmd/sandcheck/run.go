@@ -118,9 +118,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 					printVerdict(cmd.OutOrStdout(), o.Record, quiet)
 				}
 				if o != nil {
-					for _, e := range o.HarnessErrors {
-						fmt.Fprintf(cmd.ErrOrStderr(), "sandcheck: harness: %s\n", e)
-					}
+					printHarnessErrors(cmd.ErrOrStderr(), o.HarnessErrors)
 				}
 				return harness(err)
 			}
@@ -198,9 +196,7 @@ func concludeQuiet(w, errw io.Writer, o *engine.Outcome, failOnWarn, quiet bool)
 		}
 	}
 	if len(o.HarnessErrors) > 0 {
-		for _, e := range o.HarnessErrors {
-			fmt.Fprintf(errw, "sandcheck: harness: %s\n", e)
-		}
+		printHarnessErrors(errw, o.HarnessErrors)
 		return &exitError{code: exitHarness, err: fmt.Errorf("the harness could not complete the run (%d errors); evidence gathered so far is in the output folder", len(o.HarnessErrors))}
 	}
 	if rec == nil || rec.Verdict == nil {
@@ -269,7 +265,9 @@ func preflight(ctx context.Context, stderr io.Writer, cfg engine.Config, tg *tar
 			return harness(err)
 		}
 	}
-	removed, _, err := docker.Sweep(ctx, docker.SweepOptions{})
+	removed, _, err := docker.Sweep(ctx, docker.SweepOptions{OnLockWait: func(holder string) {
+		fmt.Fprintf(stderr, "sandcheck: waiting up to 5s for the harness lock, held by %s, to sweep what earlier runs left (a live run's network is left alone)\n", holder)
+	}})
 	if err != nil {
 		cfg.Logger.Warn("sweeping what earlier runs left", "err", err)
 	}

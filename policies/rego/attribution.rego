@@ -56,3 +56,58 @@ warn_policy_version contains finding("attributable-policy", "", msg) if {
 	recorded != current
 	msg := sprintf("the record names policy %s but it was graded with %s", [recorded, current])
 }
+
+# --- each sandbox attributable through the platform's own identities --------
+#
+# The threat model asks that each sandbox be attributable to its run, its task
+# and the policy it runs under, through identities the platform itself gives.
+# A target names the platform's labels that carry them (target.attribution:
+# {run, task, policy} -> label); every sandbox's runtime view must carry each,
+# not empty, and all the sandboxes of one run the same run identity. Without
+# that declaration the attribution.hostname probe's host evidence grades the
+# labels against sandcheck's own run, target and task.
+
+declared_identities := object.get(input.target, "attribution", {})
+
+# identity_value is the value of the label key on a sandbox's runtime view;
+# undefined when the label is missing or empty.
+identity_value(view, key) := v if {
+	labels := object.get(view, "labels", {})
+	is_object(labels)
+	v := object.get(labels, key, "")
+	is_string(v)
+	trim_space(v) != ""
+}
+
+deny_sandbox_unattributed contains finding("attributable-policy", "", msg) if {
+	some v in views
+	some what, key in declared_identities
+	not identity_value(v.view, key)
+	msg := sprintf("sandbox %s carries no %s identity: the platform's label %s (attribution.%s) is missing or empty (runtime view)", [v.name, what, key, what])
+}
+
+# run_identities are the distinct run identities the sandboxes carry.
+run_identities contains identity_value(v.view, declared_identities.run) if {
+	some v in views
+}
+
+deny_run_identity_split contains finding("attributable-policy", "", msg) if {
+	count(run_identities) > 1
+	msg := sprintf("the sandboxes of one run carry %d run identities in %s (%s): they cannot all be tied to the run", [
+		count(run_identities), declared_identities.run, concat(", ", sort(run_identities)),
+	])
+}
+
+pass_sandbox_attributed contains finding("attributable-policy", "", msg) if {
+	count(declared_identities) > 0
+	count(views) > 0
+	every v in views {
+		every _, key in declared_identities {
+			identity_value(v.view, key)
+		}
+	}
+	count(run_identities) == 1
+	msg := sprintf("every sandbox (%d) carries the platform's run (%s), task (%s) and policy (%s) identities; run %s", [
+		count(views), declared_identities.run, declared_identities.task, declared_identities.policy, concat("", run_identities),
+	])
+}

@@ -85,7 +85,7 @@ func Run(ctx context.Context, id string, p probes.Params) (probes.Result, error)
 	if !ok || !inCatalog {
 		return probes.Result{}, fmt.Errorf("running probe %q: %w", id, ErrUnknownProbe)
 	}
-	budget := spec.Timeout.D() * 8 / 10
+	budget := p.Bounds.Timeout(id, spec.Timeout.D()) * 8 / 10
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 

@@ -53,16 +53,17 @@ func resourceRefused(err error) bool {
 //
 // The goroutine stays on one thread throughout: the children's parent-death
 // signal is tied to the thread that forked them.
-func forkBomb(ctx context.Context, _ probes.Params) probes.Result {
+func forkBomb(ctx context.Context, p probes.Params) probes.Result {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e := ev{}
-	e.setInt("bound", forkBound)
+	bound := int(probes.Bound(bounds(p).Processes, forkBound))
+	e.setInt("bound", bound)
 	var kids []int
 	defer func() { killAll(kids) }()
 	ppid := uintptr(unix.Getpid())
 	life := unix.NsecToTimespec(int64(sleeperLife))
-	for len(kids) < forkBound {
+	for len(kids) < bound {
 		if ctx.Err() != nil {
 			started := len(kids)
 			killAll(kids) // free the box's pids before reporting
@@ -162,8 +163,8 @@ const (
 // memoryBomb runs "child memhog" and follows its progress. The bound reached
 // is an escape; the child killed by SIGKILL (the OOM killer at the memory
 // limit) or refused a mapping before the bound is blocked.
-func memoryBomb(ctx context.Context, _ probes.Params) probes.Result {
-	return memHog(ctx, memBoundMiB, memChunkMiB)
+func memoryBomb(ctx context.Context, p probes.Params) probes.Result {
+	return memHog(ctx, int(probes.Bound(bounds(p).MemoryMiB, memBoundMiB)), memChunkMiB)
 }
 
 // memHog runs the memory child with the given bound and chunk size.

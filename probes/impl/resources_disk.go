@@ -62,13 +62,14 @@ func existingDirs(dirs []string) []string {
 // no access) is blocked.
 func diskFill(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound_mib", diskBoundMiB)
+	bound := int(probes.Bound(bounds(p).DiskMiB, diskBoundMiB))
+	e.setInt("bound_mib", bound)
 	dirs := existingDirs(diskFillDirs())
 	if len(dirs) == 0 {
 		return inconclusive("none of the places to fill exists", e)
 	}
 	name := fmt.Sprintf(".sandcheck-fill-%d-%s", os.Getpid(), fileSafe(p.Token))
-	return fillPlaces(ctx, e, dirs, name, diskBoundMiB, "disk")
+	return fillPlaces(ctx, e, dirs, name, bound, "disk")
 }
 
 // fillOne writes chunks to a new file (never an existing one) up to the

@@ -85,19 +85,21 @@ func rootDirs() []string {
 // refused first (read-only root, no access, no space).
 func rootfsFill(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound_mib", rootfsFillMiB)
+	bound := int(probes.Bound(bounds(p).DiskMiB, rootfsFillMiB))
+	e.setInt("bound_mib", bound)
 	dirs := rootDirs()
 	if len(dirs) == 0 {
 		return inconclusive("no folder of the root filesystem could be examined", e)
 	}
-	return fillPlaces(ctx, e, dirs, fillName("rootfs", p), rootfsFillMiB, "the root filesystem")
+	return fillPlaces(ctx, e, dirs, fillName("rootfs", p), bound, "the root filesystem")
 }
 
 // shmFill writes up to the bound into a new file in /dev/shm and removes it.
 // /dev/shm is memory: without a size limit it takes the node's RAM.
 func shmFill(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound_mib", shmFillMiB)
+	bound := int(probes.Bound(bounds(p).ShmMiB, shmFillMiB))
+	e.setInt("bound_mib", bound)
 	var st unix.Stat_t
 	if err := unix.Stat("/dev/shm", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		e.set("dev.shm", "absent")
@@ -107,7 +109,7 @@ func shmFill(ctx context.Context, p probes.Params) probes.Result {
 	if unix.Statfs("/dev/shm", &fs) == nil {
 		e.setf("dev.shm.size_mib", "%d", uint64(fs.Blocks)*uint64(fs.Bsize)>>20)
 	}
-	return fillPlaces(ctx, e, []string{"/dev/shm"}, fillName("shm", p), shmFillMiB, "/dev/shm")
+	return fillPlaces(ctx, e, []string{"/dev/shm"}, fillName("shm", p), bound, "/dev/shm")
 }
 
 // fillPlaces writes a chunked file of up to boundMiB in each folder in turn
@@ -192,7 +194,8 @@ func writeBounded(ctx context.Context, path string, boundMiB int, next func(i in
 // space, so only an inode limit (tmpfs nr_inodes, a quota) stops them.
 func inodeExhaustion(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound", inodeBound)
+	bound := int(probes.Bound(bounds(p).Inodes, inodeBound))
+	e.setInt("bound", bound)
 	var unknown []string
 	tested := 0
 	for _, dir := range existingDirs(diskFillDirs()) {
@@ -209,7 +212,7 @@ func inodeExhaustion(ctx context.Context, p probes.Params) probes.Result {
 			}
 		}
 		tested++
-		n, errno, err := makeInodes(ctx, filepath.Join(dir, fillName("inodes", p)))
+		n, errno, err := makeInodes(ctx, filepath.Join(dir, fillName("inodes", p)), bound)
 		key := pathKey(dir)
 		if err == nil {
 			e.set(key, fmt.Sprintf("%d files created and removed", n))
@@ -229,13 +232,13 @@ func inodeExhaustion(ctx context.Context, p probes.Params) probes.Result {
 	case len(unknown) > 0:
 		return inconclusive("unexpected error creating files in "+strings.Join(unknown, ", "), e)
 	}
-	return blocked(fmt.Sprintf("every place with an inode table refused new files before %d", inodeBound), e)
+	return blocked(fmt.Sprintf("every place with an inode table refused new files before %d", bound), e)
 }
 
 // makeInodes makes folder dir and empty files in it up to the bound, then
 // removes the files and the folder whatever happens. It returns the files
 // made and, when stopped, the errno and error.
-func makeInodes(ctx context.Context, dir string) (int, unix.Errno, error) {
+func makeInodes(ctx context.Context, dir string, bound int) (int, unix.Errno, error) {
 	if err := unix.Mkdir(dir, 0o700); err != nil {
 		n, _ := errnoOf(err)
 		return 0, n, fmt.Errorf("mkdir: %s", errnoLabel(n))
@@ -254,7 +257,7 @@ func makeInodes(ctx context.Context, dir string) (int, unix.Errno, error) {
 		unix.Close(dfd)
 		_ = unix.Rmdir(dir)
 	}()
-	for made < inodeBound {
+	for made < bound {
 		if made%256 == 0 && ctx.Err() != nil {
 			return made, 0, ctx.Err()
 		}
@@ -269,10 +272,11 @@ func makeInodes(ctx context.Context, dir string) (int, unix.Errno, error) {
 	return made, 0, nil
 }
 
-// bombStream is a small gzip stream that expands to bombOutMiB: one member
-// holding 16 MiB of a repeated pattern, concatenated (gzip readers read
-// concatenated members as one stream).
-func bombStream() ([]byte, error) {
+// bombStream is a small gzip stream that expands to at least mib MiB (a
+// whole number of 16 MiB members): one member holding 16 MiB of a repeated
+// pattern, concatenated (gzip readers read concatenated members as one
+// stream).
+func bombStream(mib int) ([]byte, error) {
 	var member bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&member, gzip.BestCompression)
 	if err != nil {
@@ -287,7 +291,7 @@ func bombStream() ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("compressing: %w", err)
 	}
-	return bytes.Repeat(member.Bytes(), bombOutMiB/16), nil
+	return bytes.Repeat(member.Bytes(), (mib+15)/16), nil
 }
 
 // decompressionBomb expands a small gzip stream into a new file in each
@@ -295,8 +299,9 @@ func bombStream() ([]byte, error) {
 // few hundred KiB; only a size limit on scratch stops the output.
 func decompressionBomb(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound_mib", bombOutMiB)
-	stream, err := bombStream()
+	bound := int(probes.Bound(bounds(p).DiskMiB, bombOutMiB))
+	e.setInt("bound_mib", bound)
+	stream, err := bombStream(bound)
 	if err != nil {
 		e.setErr("", err)
 		return inconclusive("could not build the compressed stream", e)
@@ -319,7 +324,7 @@ func decompressionBomb(ctx context.Context, p probes.Params) probes.Result {
 			e.setErr("", err)
 			return inconclusive("could not read the compressed stream", e)
 		}
-		mib, errno, err := writeBounded(ctx, filepath.Join(dir, fillName("bomb", p)), bombOutMiB, func(int) ([]byte, error) {
+		mib, errno, err := writeBounded(ctx, filepath.Join(dir, fillName("bomb", p)), bound, func(int) ([]byte, error) {
 			if _, err := io.ReadFull(zr, buf); err != nil {
 				return nil, fmt.Errorf("inflating: %w", err)
 			}
@@ -344,5 +349,5 @@ func decompressionBomb(ctx context.Context, p probes.Params) probes.Result {
 	case len(unknown) > 0:
 		return inconclusive("unexpected error expanding into "+strings.Join(unknown, ", "), e)
 	}
-	return blocked(fmt.Sprintf("every writable place refused the expansion before %d MiB", bombOutMiB), e)
+	return blocked(fmt.Sprintf("every writable place refused the expansion before %d MiB", bound), e)
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func TestBombStreamIsSmallAndExpandsToTheBound(t *testing.T) {
-	s, err := bombStream()
+	s, err := bombStream(bombOutMiB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestMakeInodesRemovesEverything(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "inodes")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	n, _, err := makeInodes(ctx, dir)
+	n, _, err := makeInodes(ctx, dir, inodeBound)
 	if err == nil || n != 0 {
 		t.Errorf("a cancelled context made %d files (err %v)", n, err)
 	}

@@ -53,9 +53,10 @@ func rlimitLabel(l unix.Rlimit) string {
 // fdExhaustion opens /dev/null again and again (each open is a kernel file
 // object, not a shared dup) until refused or the bound, then closes all. It
 // first raises its soft limit to the hard one, as any hostile code would.
-func fdExhaustion(ctx context.Context, _ probes.Params) probes.Result {
+func fdExhaustion(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound", fdBound)
+	bound := int(probes.Bound(bounds(p).Files, fdBound))
+	e.setInt("bound", bound)
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil {
 		e.set("rlimit_nofile", rlimitLabel(lim))
@@ -74,7 +75,7 @@ func fdExhaustion(ctx context.Context, _ probes.Params) probes.Result {
 			unix.Close(fd)
 		}
 	}()
-	for len(fds) < fdBound {
+	for len(fds) < bound {
 		if len(fds)%256 == 0 && ctx.Err() != nil {
 			e.setInt("opened", len(fds))
 			return inconclusive(fmt.Sprintf("the deadline came after %d descriptors", len(fds)), e)
@@ -211,9 +212,10 @@ var threadErrno = regexp.MustCompile(`failed to create new OS thread \(have ([0-
 // threadBomb runs "child threads" and reads how it ended. The child starts
 // threads (not processes) until the bound; a refused clone is fatal to a Go
 // program, which names the errno on stderr.
-func threadBomb(ctx context.Context, _ probes.Params) probes.Result {
+func threadBomb(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound", threadBound)
+	bound := probes.Bound(bounds(p).Threads, threadBound)
+	e.setInt("bound", int(bound))
 	var lim unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NPROC, &lim) == nil {
 		e.set("rlimit_nproc", rlimitLabel(lim))
@@ -222,7 +224,7 @@ func threadBomb(ctx context.Context, _ probes.Params) probes.Result {
 	// process's threads too: while the child holds them all, this process
 	// must not need a new one, or the Go runtime dies for want of it.
 	warmThreads(8)
-	run, err := runChild(ctx, "threads", strconv.Itoa(threadBound))
+	run, err := runChild(ctx, "threads", strconv.FormatInt(bound, 10))
 	if err != nil {
 		e.setErr("", err)
 		if resourceRefused(err) {
@@ -319,16 +321,18 @@ func childThreads(args []string) int {
 }
 
 // cpuDeadline runs "child cpuburn" and reads how it ended. The child burns
-// CPU up to the bound, ignoring SIGXCPU (the soft RLIMIT_CPU) as hostile code
+// CPU up to the bound (past the target's declared budget, as the harness
+// sets it in the parameters; 4 s without one), ignoring SIGXCPU (the soft RLIMIT_CPU) as hostile code
 // would; blocked means it was killed first (SIGKILL at the hard limit).
-func cpuDeadline(ctx context.Context, _ probes.Params) probes.Result {
+func cpuDeadline(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	e.setInt("bound_ms", cpuBoundMsec)
+	bound := probes.Bound(bounds(p).CPUMsec, cpuBoundMsec)
+	e.setInt("bound_ms", int(bound))
 	var lim unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_CPU, &lim) == nil {
 		e.set("rlimit_cpu", rlimitLabel(lim))
 	}
-	run, err := runChild(ctx, "cpuburn", strconv.Itoa(cpuBoundMsec))
+	run, err := runChild(ctx, "cpuburn", strconv.FormatInt(bound, 10))
 	if err != nil {
 		e.setErr("", err)
 		return inconclusive("could not start the CPU child", e)

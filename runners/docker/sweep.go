@@ -90,6 +90,9 @@ type SweepOptions struct {
 	// LockWait bounds waiting for the harness lock before the network sweep
 	// (a live harness run holds it for its life); default 5 s.
 	LockWait time.Duration
+	// OnLockWait, if set, is told at once when a live run holds the
+	// harness lock and the network sweep waits for it, with what holds it.
+	OnLockWait func(holder string)
 	// Unowned is how old a sandbox without an owner label (from a build
 	// before owners were recorded) must be to be swept; default
 	// DefaultMaxLifetime, past which its holder has exited anyway.
@@ -126,7 +129,7 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 	errs = append(errs, err)
 	lctx, cancel := context.WithTimeout(ctx, opts.LockWait)
 	defer cancel()
-	r, err = netharness.Sweep(lctx, c.Client)
+	r, err = netharness.SweepNotify(lctx, c.Client, opts.OnLockWait)
 	removed = append(removed, r...)
 	switch {
 	case err != nil && lctx.Err() != nil && ctx.Err() == nil:

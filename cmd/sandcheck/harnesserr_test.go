@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandcheck/sandcheck/engine"
+	"github.com/sandcheck/sandcheck/evidence"
+)
+
+// TestEngineFailurePrintsOnce: an engine that stopped mid-run fails every
+// later probe with the same cause. Before, the run printed one
+// "sandcheck: harness:" line per probe (144 in issue 16); now one line
+// names the cause, how many probes it cost and the first few, and each
+// other cause keeps a line of its own. The exit code stays 2.
+func TestEngineFailurePrintsOnce(t *testing.T) {
+	cause := "starting sandbox: creating container: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+	var errs []string
+	for i := range 144 {
+		errs = append(errs, fmt.Sprintf("probe family.p%03d: %s", i, cause))
+	}
+	errs = append(errs, "probe output.x: copying the output folder: too large", "the run ended before every selected probe ran (3 of 147 results): interrupted or timed out")
+	var out, errw bytes.Buffer
+	err := concludeQuiet(&out, &errw, &engine.Outcome{Record: &evidence.Record{}, HarnessErrors: errs}, false, false)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitHarness {
+		t.Fatalf("exit: %v, want the harness's exit 2", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(errw.String(), "\n"), "\n")
+	want := []string{
+		"sandcheck: harness: " + cause + " (144 probes: family.p000, family.p001, family.p002, family.p003, family.p004 and 139 more; every error is in run.json)",
+		"sandcheck: harness: probe output.x: copying the output folder: too large",
+		"sandcheck: harness: the run ended before every selected probe ran (3 of 147 results): interrupted or timed out",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), errw.String())
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d:\n got %s\nwant %s", i, lines[i], want[i])
+		}
+	}
+}
+
+// TestHarnessLinesFew: a cause shared by a few probes names them all.
+func TestHarnessLinesFew(t *testing.T) {
+	got := harnessLines([]string{"probe a.b: boom", "probe c.d: boom"})
+	if len(got) != 1 || got[0] != "boom (2 probes: a.b, c.d)" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestEmptyFilesSaySo: an empty target, waiver or run record names the file
+// and says it is empty, exit 2. Before, an empty run record (a --baseline,
+// `policy eval --input`, `diff`) said only "EOF".
+func TestEmptyFilesSaySo(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(empty, []byte("\n  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := "../../fixtures/targets/hardened.yaml"
+	for _, tc := range []struct {
+		name string
+		cmd  *cobra.Command
+		args []string
+	}{
+		{"target", runCmd(), []string{"--target", empty, "--out", dir}},
+		{"waivers", runCmd(), []string{"--target", target, "--waivers", empty, "--out", dir}},
+		{"baseline", runCmd(), []string{"--target", target, "--baseline", empty, "--out", dir}},
+		{"policy eval", policyEvalCmd(), []string{"--input", empty}},
+		{"diff", diffCmd(), []string{empty, empty}},
+	} {
+		var out bytes.Buffer
+		tc.cmd.SetOut(&out)
+		tc.cmd.SetErr(&out)
+		tc.cmd.SetArgs(tc.args)
+		err := tc.cmd.Execute()
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitHarness {
+			t.Errorf("%s: exit %v, want 2", tc.name, err)
+			continue
+		}
+		msg := out.String() + err.Error()
+		if !strings.Contains(msg, empty) || !strings.Contains(msg, "the file is empty") || strings.HasSuffix(strings.TrimSpace(msg), "EOF") {
+			t.Errorf("%s: %q does not name the file and say it is empty", tc.name, msg)
+		}
+	}
+}

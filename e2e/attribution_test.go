@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/reports"
+)
+
+// platformTarget writes a copy of the hardened reference whose sandboxes
+// carry a platform's own identity labels (acme.io/..., the platform's
+// values, not sandcheck's run ID) instead of labels naming sandcheck's run,
+// target and task, and declares them with attribution:.
+func platformTarget(t *testing.T, labels string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "hardened.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	old := "  labels:\n    platform.run: \"${SANDCHECK_RUN_ID}\"\n    platform.target: \"${SANDCHECK_TARGET}\"\n    platform.task: \"${SANDCHECK_TASK}\"\n"
+	for _, s := range []string{old, "seccomp: seccomp-default.json"} {
+		if !strings.Contains(src, s) {
+			t.Fatalf("the hardened reference no longer has %q; update platformTarget", s)
+		}
+	}
+	src = strings.Replace(src, old, "  labels:\n"+labels, 1)
+	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: "+filepath.Join(dir, "seccomp-default.json"), 1)
+	src += "attribution: {run: acme.io/session, task: acme.io/task, policy: acme.io/policy}\n"
+	p := filepath.Join(t.TempDir(), "acme.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runAttribution runs the attribution probes against a target and returns
+// the exit code and the attributable-policy criterion.
+func runAttribution(t *testing.T, target string) (int, evidence.Criterion) {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir(t), "sandcheck"), "run", "--target", target, "--probes", "attribution.*", "--out", out, "-q")
+	cmd.Dir = ".."
+	b, err := cmd.CombinedOutput()
+	t.Logf("sandcheck run:\n%s", b)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := reports.LoadRecord(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verdict == nil {
+		t.Fatal("no verdict")
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "attributable-policy" {
+			for _, r := range c.Reasons {
+				t.Logf("  %s: %s", c.Status, r)
+			}
+			return code, c
+		}
+	}
+	t.Fatal("no attributable-policy criterion")
+	return 0, evidence.Criterion{}
+}
+
+// TestPlatformIdentitiesAttribute: sandboxes labelled with the platform's
+// own identities (acme.io/session, acme.io/task, acme.io/policy) that the
+// target declares pass attributable-policy. Before, the criterion required
+// labels naming sandcheck's run, target and task and failed them ("no
+// label names the run, the target, the task").
+func TestPlatformIdentitiesAttribute(t *testing.T) {
+	code, c := runAttribution(t, platformTarget(t,
+		"    acme.io/session: sess-4711\n    acme.io/task: \"job-${SANDCHECK_TASK}\"\n    acme.io/policy: no-network-v3\n"))
+	if c.Status != "pass" || code != 0 {
+		t.Errorf("attributable-policy %s, exit %d: want pass, 0", c.Status, code)
+	}
+	found := false
+	for _, r := range c.Reasons {
+		found = found || strings.Contains(r, "run sess-4711")
+	}
+	if !found {
+		t.Error("the pass does not name the platform's run identity")
+	}
+}
+
+// TestPlatformIdentitiesMissing: the same declaration with sandboxes that
+// lack the policy label fails, naming the sandbox and the label.
+func TestPlatformIdentitiesMissing(t *testing.T) {
+	code, c := runAttribution(t, platformTarget(t,
+		"    acme.io/session: sess-4711\n    acme.io/task: \"job-${SANDCHECK_TASK}\"\n"))
+	if c.Status != "fail" || code != 1 {
+		t.Errorf("attributable-policy %s, exit %d: want fail, 1", c.Status, code)
+	}
+	found := false
+	for _, r := range c.Reasons {
+		found = found || strings.Contains(r, "carries no policy identity: the platform's label acme.io/policy")
+	}
+	if !found {
+		t.Error("no reason names the missing acme.io/policy label")
+	}
+}

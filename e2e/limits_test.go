@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/reports"
+)
+
+// budgetTarget writes a copy of the hardened reference with another CPU
+// time budget and returns its path.
+func budgetTarget(t *testing.T, budget string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "hardened.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	for _, s := range []string{"cpu_time: 3s", "seccomp: seccomp-default.json"} {
+		if !strings.Contains(src, s) {
+			t.Fatalf("the hardened reference no longer has %q; update budgetTarget", s)
+		}
+	}
+	src = strings.Replace(src, "cpu_time: 3s", "cpu_time: "+budget, 1)
+	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: "+filepath.Join(dir, "seccomp-default.json"), 1)
+	p := filepath.Join(t.TempDir(), "budget-"+budget+".yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runCPUDeadline runs resources.cpu-deadline against a target and returns
+// the exit code and its result.
+func runCPUDeadline(t *testing.T, target string) (int, evidence.Result, *evidence.Record) {
+	t.Helper()
+	out := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir(t), "sandcheck"), "run", "--target", target, "--probes", "resources.cpu-deadline", "--out", out, "-v")
+	cmd.Dir = ".."
+	b, err := cmd.CombinedOutput()
+	t.Logf("sandcheck run (%s):\n%s", filepath.Base(target), b)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := reports.LoadRecord(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rec.Results {
+		if r.Probe == "resources.cpu-deadline" {
+			return code, r, rec
+		}
+	}
+	t.Fatal("no resources.cpu-deadline result")
+	return 0, evidence.Result{}, nil
+}
+
+// TestCPUBudgetLongerThanTheOldBurn: a platform whose per-task CPU budget
+// (6 s) is longer than the probe's old fixed 4 s burn. Before, the probe
+// burned 4 s, finished, reported escaped and the run failed: "no budget".
+// Now it burns past the declared budget, the watchdog kills the sandbox at
+// 6 s and the budget is graded as holding (exit 0).
+func TestCPUBudgetLongerThanTheOldBurn(t *testing.T) {
+	start := time.Now()
+	code, r, _ := runCPUDeadline(t, budgetTarget(t, "6s"))
+	t.Logf("took %s: outcome %s, %s", time.Since(start).Round(time.Second), r.Outcome, r.Detail)
+	var killed *evidence.Item
+	for i, it := range r.Evidence {
+		t.Logf("  %s/%s %s: %s %v", it.Source, it.Kind, it.Indicates, it.Summary, it.Data)
+		if it.Kind == "cpu-budget-killed" {
+			killed = &r.Evidence[i]
+		}
+	}
+	if killed == nil {
+		t.Fatalf("the watchdog did not kill the sandbox at its 6 s budget")
+	}
+	used, err := time.ParseDuration(killed.Data["used"])
+	if err != nil || used < 6*time.Second {
+		t.Errorf("killed at %q of CPU, want past the 6 s budget", killed.Data["used"])
+	}
+	if code != 0 {
+		t.Errorf("exit %d, want 0: the declared budget held", code)
+	}
+}
+
+// TestCPUBudgetAboveTheProfileMaximum: a budget above the maximum the
+// profile allows (a minute) is not pushed past; the probe is not run and
+// the run fails with the reason, never a silent pass.
+func TestCPUBudgetAboveTheProfileMaximum(t *testing.T) {
+	code, r, rec := runCPUDeadline(t, budgetTarget(t, "10m"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (the budget does not bound the task as the profile requires)", code)
+	}
+	found := false
+	for _, it := range r.Evidence {
+		if it.Kind == "limit-above-maximum" && it.Indicates == "escaped" && strings.Contains(it.Summary, "10m0s") && strings.Contains(it.Summary, "1m0s") {
+			found = true
+		}
+	}
+	if !found || !strings.Contains(r.Detail, "above") {
+		t.Errorf("no clear reason: detail %q, evidence %+v", r.Detail, r.Evidence)
+	}
+	if rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("verdict %+v, want a failure", rec.Verdict)
+	}
+	reason := false
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "bounded-resources" {
+			t.Logf("bounded-resources %s: %v", c.Status, c.Reasons)
+			for _, s := range c.Reasons {
+				reason = reason || strings.Contains(s, "above")
+			}
+		}
+	}
+	if !reason {
+		t.Error("the failing criterion does not give the reason")
+	}
+}
