@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/evidence"
 	fixture "github.com/sandcheck/sandcheck/fixtures/opensandbox"
 	"github.com/sandcheck/sandcheck/probes"
 )
@@ -127,7 +129,7 @@ func TestOpenSandboxControls(t *testing.T) {
 	}
 	wo := outcomes(weak)
 
-	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdToken: "e2e-execd-token",
+	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdTokenPerSandbox: true,
 		Egress: osbEgress, EgressMode: "dns+nft"})
 	hard := sandcheck(t, "run", "--target", hardT)
 	hard.mustRecord(t)
@@ -135,7 +137,8 @@ func TestOpenSandboxControls(t *testing.T) {
 	ho := outcomes(hard)
 
 	// Held by the hardened configuration, escaped in the weak one.
-	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy"} {
+	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy",
+		"egress.opensandbox-neighbour-execd"} {
 		if wo[id] != probes.Escaped {
 			t.Errorf("weak: %s is %s, want escaped", id, wo[id])
 		}
@@ -145,7 +148,7 @@ func TestOpenSandboxControls(t *testing.T) {
 	}
 	// The egress probes settle on the hardened configuration: a sidecar
 	// enforces the policy and refuses its API to the box.
-	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api"} {
+	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api", "egress.opensandbox-neighbour-execd"} {
 		if ho[id] != probes.Blocked {
 			t.Errorf("hardened: %s is %s, want blocked", id, ho[id])
 		}
@@ -226,6 +229,76 @@ func TestOpenSandboxFaults(t *testing.T) {
 				t.Errorf("no evidence kept: %v", err)
 			}
 			keyNowhere(t, r)
+		})
+	}
+}
+
+// osbResult is the record's result of one probe.
+func osbResult(t *testing.T, r run, id string) evidence.Result {
+	t.Helper()
+	for _, res := range r.rec.Results {
+		if res.Probe == id {
+			return res
+		}
+	}
+	t.Fatalf("no result for %s (exit %d, stderr %s)", id, r.code, r.stderr)
+	return evidence.Result{}
+}
+
+// selfField is one field of a result's self-report ("" when absent).
+func selfField(res evidence.Result, key string) string {
+	for _, it := range res.Evidence {
+		if it.Source == evidence.SourceProbe {
+			if v, ok := it.Data[key]; ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// TestOpenSandboxNeighbourExecd: the harness makes a neighbour sandbox
+// through the same lifecycle API and hands the probe the execd endpoint the
+// API names. Upstream's default (one network, no execd token) lets the box
+// drive its neighbour's execd; one token shared by every sandbox (readable
+// in each) does too; a token per sandbox holds it. The neighbour is deleted
+// with the run (osbServer fails the test for any sandbox left). The
+// hardened whole-catalog run (TestOpenSandboxControls) holds it by its
+// deny-all dns+nft egress as well.
+func TestOpenSandboxNeighbourExecd(t *testing.T) {
+	const id = "egress.opensandbox-neighbour-execd"
+	cases := []struct {
+		name string
+		cfg  fixture.Config
+		want probes.Outcome
+		// field names a self-report field that must be present.
+		field string
+	}{
+		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
+		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
+		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			target, _ := osbServer(t, "opensandbox-weak.yaml", c.cfg)
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			keyNowhere(t, r)
+			res := osbResult(t, r, id)
+			if res.Outcome != c.want {
+				t.Errorf("%s: %s (%s), want %s", id, res.Outcome, res.Detail, c.want)
+			}
+			if selfField(res, c.field) == "" {
+				t.Errorf("%s: no %s in the self-report: %+v", id, c.field, res.Evidence)
+			}
+			addr := selfField(res, "neighbour_execd")
+			if ap, err := netip.ParseAddrPort(addr); err != nil || ap.Port() != 44772 || !ap.Addr().IsPrivate() {
+				t.Errorf("neighbour execd %q: want the bridge address the endpoint lookup names, port 44772", addr)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s: %s", c.name, res.Outcome, res.Detail)
 		})
 	}
 }
