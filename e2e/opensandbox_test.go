@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestOpenSandboxControls(t *testing.T) {
 
 	// Held by the hardened configuration, escaped in the weak one.
 	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy",
-		"egress.opensandbox-neighbour-execd"} {
+		"egress.opensandbox-neighbour-execd", "egress.opensandbox-ip-literal"} {
 		if wo[id] != probes.Escaped {
 			t.Errorf("weak: %s is %s, want escaped", id, wo[id])
 		}
@@ -148,7 +149,8 @@ func TestOpenSandboxControls(t *testing.T) {
 	}
 	// The egress probes settle on the hardened configuration: a sidecar
 	// enforces the policy and refuses its API to the box.
-	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api", "egress.opensandbox-neighbour-execd"} {
+	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api", "egress.opensandbox-neighbour-execd",
+		"egress.opensandbox-ip-literal"} {
 		if ho[id] != probes.Blocked {
 			t.Errorf("hardened: %s is %s, want blocked", id, ho[id])
 		}
@@ -301,4 +303,64 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 			t.Logf("%s: %s: %s", c.name, res.Outcome, res.Detail)
 		})
 	}
+}
+
+// TestOpenSandboxIPLiteral: a policy that allows a domain by name (deny by
+// default, allow pypi.org) on the real egress sidecar. In upstream's
+// default dns mode the sidecar filters names only, so the box reaches the
+// harness's canary by IP literal and the canary greets it with its token;
+// in dns+nft mode the same request holds it. The canary listens only on the
+// host's own address on the fixture's internal network.
+func TestOpenSandboxIPLiteral(t *testing.T) {
+	const id = "egress.opensandbox-ip-literal"
+	for _, c := range []struct {
+		mode  string
+		want  probes.Outcome
+		field string
+	}{
+		{"dns", probes.Escaped, "canary_greeted"},
+		{"dns+nft", probes.Blocked, "err"},
+	} {
+		t.Run(strings.ReplaceAll(c.mode, "+", "-"), func(t *testing.T) {
+			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode})
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			keyNowhere(t, r)
+			res := osbResult(t, r, id)
+			if res.Outcome != c.want {
+				t.Errorf("%s: %s (%s), want %s", id, res.Outcome, res.Detail, c.want)
+			}
+			if selfField(res, "egress_sidecar") != "present" {
+				t.Errorf("no egress sidecar answered in the box: %+v", res.Evidence)
+			}
+			if selfField(res, c.field) == "" {
+				t.Errorf("no %s in the self-report: %+v", c.field, res.Evidence)
+			}
+			canary, err := netip.ParseAddrPort(selfField(res, "canary"))
+			if err != nil {
+				t.Fatalf("canary address %q: %v", selfField(res, "canary"), err)
+			}
+			if gw := networkGateway(t, srv.Network()); canary.Addr() != gw {
+				t.Errorf("the canary is on %s, want the host's own address %s on the fixture's internal network", canary.Addr(), gw)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s: %s", c.mode, res.Outcome, res.Detail)
+		})
+	}
+}
+
+// networkGateway is a Docker network's gateway address (the host's own).
+func networkGateway(t *testing.T, network string) netip.Addr {
+	t.Helper()
+	out, err := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", network).Output()
+	if err != nil {
+		t.Fatalf("docker network inspect %s: %v", network, err)
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("gateway of %s: %q: %v", network, out, err)
+	}
+	return a
 }

@@ -34,9 +34,6 @@ type ipCanary struct {
 	addr string
 	log  *slog.Logger
 	wg   sync.WaitGroup
-
-	mu   sync.Mutex
-	hits []string
 }
 
 // startCanary listens on the host's address facing sandboxAddr, on a port
@@ -75,7 +72,7 @@ func (c *ipCanary) serve() {
 	}
 }
 
-// answer reads one bounded hello line ("<token>/<probe>"), records it and
+// answer reads one bounded hello line ("<token>/<probe>"), logs it and
 // greets back with the same token.
 func (c *ipCanary) answer(conn net.Conn) {
 	defer conn.Close()
@@ -89,18 +86,8 @@ func (c *ipCanary) answer(conn net.Conn) {
 	if token == "" || strings.ContainsAny(token, " \t") {
 		return
 	}
-	c.mu.Lock()
-	c.hits = append(c.hits, line)
-	c.mu.Unlock()
 	c.log.Info("IP canary hit", "from", conn.RemoteAddr().String(), "hello", line)
 	_, _ = io.WriteString(conn, CanaryGreeting+token+"\n")
-}
-
-// Hits lists the hello lines the canary recorded, in order.
-func (c *ipCanary) Hits() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.hits...)
 }
 
 func (c *ipCanary) close() error {
