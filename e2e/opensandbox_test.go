@@ -111,14 +111,16 @@ func outcomes(r run) map[string]probes.Outcome {
 }
 
 // TestOpenSandboxControls runs the full catalog through the opensandbox
-// runner against the weak (upstream defaults) and hardened (gVisor, execd
-// token, deny-all policy with the dns+nft egress sidecar, limits) servers.
+// runner against the weak (upstream defaults: execd published on all host
+// addresses, no token, no policy) and hardened (gVisor, an execd token per
+// sandbox, execd published only on the host's address on the sandboxes'
+// network, deny-all policy with the dns+nft egress sidecar, limits) servers.
 // It checks the controls that hold through this runner: the weak
 // configuration lets the probes that need no harness network escape where
 // the hardened one holds them; probes needing a host view are not tested,
 // never passed.
 func TestOpenSandboxControls(t *testing.T) {
-	weakT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{})
+	weakT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"})
 	weak := sandcheck(t, "run", "--target", weakT)
 	weak.mustRecord(t)
 	keyNowhere(t, weak)
@@ -131,7 +133,7 @@ func TestOpenSandboxControls(t *testing.T) {
 	wo := outcomes(weak)
 
 	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdTokenPerSandbox: true,
-		Egress: osbEgress, EgressMode: "dns+nft"})
+		Egress: osbEgress, EgressMode: "dns+nft", PublishExecd: "gateway"})
 	hard := sandcheck(t, "run", "--target", hardT)
 	hard.mustRecord(t)
 	keyNowhere(t, hard)
@@ -139,7 +141,7 @@ func TestOpenSandboxControls(t *testing.T) {
 
 	// Held by the hardened configuration, escaped in the weak one.
 	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy",
-		"egress.opensandbox-neighbour-execd", "egress.opensandbox-ip-literal"} {
+		"egress.opensandbox-neighbour-execd", "egress.opensandbox-ip-literal", "privilege.opensandbox-execd-published"} {
 		if wo[id] != probes.Escaped {
 			t.Errorf("weak: %s is %s, want escaped", id, wo[id])
 		}
@@ -150,7 +152,7 @@ func TestOpenSandboxControls(t *testing.T) {
 	// The egress probes settle on the hardened configuration: a sidecar
 	// enforces the policy and refuses its API to the box.
 	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api", "egress.opensandbox-neighbour-execd",
-		"egress.opensandbox-ip-literal"} {
+		"egress.opensandbox-ip-literal", "privilege.opensandbox-execd-published"} {
 		if ho[id] != probes.Blocked {
 			t.Errorf("hardened: %s is %s, want blocked", id, ho[id])
 		}
@@ -363,4 +365,46 @@ func networkGateway(t *testing.T, network string) netip.Addr {
 		t.Fatalf("gateway of %s: %q: %v", network, out, err)
 	}
 	return a
+}
+
+// TestOpenSandboxExecdPublished: the host's check of where the platform
+// publishes execd's port. Upstream's bridge mode (all addresses, a random
+// port) fails it, on the sandbox or, with a network policy, on the egress
+// sidecar holding its network; published only on the host's own address on
+// the sandboxes' network it holds. The fixture's network is internal, so
+// Docker records these bindings without opening any port on the host.
+func TestOpenSandboxExecdPublished(t *testing.T) {
+	const id = "privilege.opensandbox-execd-published"
+	for _, c := range []struct {
+		name, target string
+		cfg          fixture.Config
+		want         probes.Outcome
+		in           string
+	}{
+		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, ":(random)"},
+		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "opensandbox-egress-"},
+		{"gateway", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "gateway"}, probes.Blocked, "only on named host addresses"},
+		{"none", "opensandbox-weak.yaml", fixture.Config{}, probes.Blocked, "on no host address"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target, _ := osbServer(t, c.target, c.cfg)
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			res := osbResult(t, r, id)
+			if got := outcomes(r)[id]; got != c.want {
+				t.Errorf("%s: effective %s (self-report %s: %s), want %s", id, got, res.Outcome, res.Detail, c.want)
+			}
+			it, ok := hostItem(res, evidence.SourceRuntime, "host-check")
+			if !ok || it.Indicates != c.want {
+				t.Fatalf("no host check indicating %s: %+v", c.want, res.Evidence)
+			}
+			if !strings.Contains(it.Summary, c.in) && !strings.Contains(it.Data["all_addresses"], c.in) {
+				t.Errorf("host check %q (%v) does not say %q", it.Summary, it.Data, c.in)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s", c.name, it.Summary)
+		})
+	}
 }

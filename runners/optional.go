@@ -47,3 +47,23 @@ type PlatformPeers interface {
 	// ClosePeers removes what Prepare made; calling it twice is safe.
 	ClosePeers(ctx context.Context) error
 }
+
+// HostChecker is implemented by sandboxes whose platform the host can check
+// for a named fact the box cannot see and the runtime view does not carry
+// (the catalog's host: runtime:<check>, e.g. execd-published: on which host addresses the
+// platform published the sandbox's execd port).
+type HostChecker interface {
+	// HostCheck checks one fact; an error means the check could not be made.
+	HostCheck(ctx context.Context, check string) (HostFinding, error)
+}
+
+// HostFinding is what one host check found.
+type HostFinding struct {
+	// Indicates is escaped or blocked where the fact alone settles the
+	// probe, empty when it only informs.
+	Indicates probes.Outcome
+	// Summary says what the host saw, in one sentence.
+	Summary string
+	// Data are the facts behind it.
+	Data map[string]string
+}
