@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"net/http/httptest"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/evidence"
 	fixture "github.com/sandcheck/sandcheck/fixtures/opensandbox"
 	"github.com/sandcheck/sandcheck/probes"
 )
@@ -108,14 +111,16 @@ func outcomes(r run) map[string]probes.Outcome {
 }
 
 // TestOpenSandboxControls runs the full catalog through the opensandbox
-// runner against the weak (upstream defaults) and hardened (gVisor, execd
-// token, deny-all policy with the dns+nft egress sidecar, limits) servers.
+// runner against the weak (upstream defaults: execd published on all host
+// addresses, no token, no policy) and hardened (gVisor, an execd token per
+// sandbox, execd published only on the host's address on the sandboxes'
+// network, deny-all policy with the dns+nft egress sidecar, limits) servers.
 // It checks the controls that hold through this runner: the weak
 // configuration lets the probes that need no harness network escape where
 // the hardened one holds them; probes needing a host view are not tested,
 // never passed.
 func TestOpenSandboxControls(t *testing.T) {
-	weakT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{})
+	weakT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"})
 	weak := sandcheck(t, "run", "--target", weakT)
 	weak.mustRecord(t)
 	keyNowhere(t, weak)
@@ -127,15 +132,16 @@ func TestOpenSandboxControls(t *testing.T) {
 	}
 	wo := outcomes(weak)
 
-	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdToken: "e2e-execd-token",
-		Egress: osbEgress, EgressMode: "dns+nft"})
+	hardT, _ := osbServer(t, "opensandbox-hardened.yaml", fixture.Config{Runtime: "runsc", ExecdTokenPerSandbox: true,
+		Egress: osbEgress, EgressMode: "dns+nft", PublishExecd: "gateway"})
 	hard := sandcheck(t, "run", "--target", hardT)
 	hard.mustRecord(t)
 	keyNowhere(t, hard)
 	ho := outcomes(hard)
 
 	// Held by the hardened configuration, escaped in the weak one.
-	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy"} {
+	for _, id := range []string{"resources.memory", "resources.fork-bomb", "resources.disk-fill", "egress.opensandbox-no-policy",
+		"egress.opensandbox-neighbour-execd", "egress.opensandbox-ip-literal", "privilege.opensandbox-execd-published"} {
 		if wo[id] != probes.Escaped {
 			t.Errorf("weak: %s is %s, want escaped", id, wo[id])
 		}
@@ -145,7 +151,8 @@ func TestOpenSandboxControls(t *testing.T) {
 	}
 	// The egress probes settle on the hardened configuration: a sidecar
 	// enforces the policy and refuses its API to the box.
-	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api"} {
+	for _, id := range []string{"egress.opensandbox-no-policy", "egress.opensandbox-policy-api", "egress.opensandbox-neighbour-execd",
+		"egress.opensandbox-ip-literal", "privilege.opensandbox-execd-published"} {
 		if ho[id] != probes.Blocked {
 			t.Errorf("hardened: %s is %s, want blocked", id, ho[id])
 		}
@@ -226,6 +233,178 @@ func TestOpenSandboxFaults(t *testing.T) {
 				t.Errorf("no evidence kept: %v", err)
 			}
 			keyNowhere(t, r)
+		})
+	}
+}
+
+// osbResult is the record's result of one probe.
+func osbResult(t *testing.T, r run, id string) evidence.Result {
+	t.Helper()
+	for _, res := range r.rec.Results {
+		if res.Probe == id {
+			return res
+		}
+	}
+	t.Fatalf("no result for %s (exit %d, stderr %s)", id, r.code, r.stderr)
+	return evidence.Result{}
+}
+
+// selfField is one field of a result's self-report ("" when absent).
+func selfField(res evidence.Result, key string) string {
+	for _, it := range res.Evidence {
+		if it.Source == evidence.SourceProbe {
+			if v, ok := it.Data[key]; ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// TestOpenSandboxNeighbourExecd: the harness makes a neighbour sandbox
+// through the same lifecycle API and hands the probe the execd endpoint the
+// API names. Upstream's default (one network, no execd token) lets the box
+// drive its neighbour's execd; one token shared by every sandbox (readable
+// in each) does too; a token per sandbox holds it. The neighbour is deleted
+// with the run (osbServer fails the test for any sandbox left). The
+// hardened whole-catalog run (TestOpenSandboxControls) holds it by its
+// deny-all dns+nft egress as well.
+func TestOpenSandboxNeighbourExecd(t *testing.T) {
+	const id = "egress.opensandbox-neighbour-execd"
+	cases := []struct {
+		name string
+		cfg  fixture.Config
+		want probes.Outcome
+		// field names a self-report field that must be present.
+		field string
+	}{
+		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
+		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
+		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			target, _ := osbServer(t, "opensandbox-weak.yaml", c.cfg)
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			keyNowhere(t, r)
+			res := osbResult(t, r, id)
+			if res.Outcome != c.want {
+				t.Errorf("%s: %s (%s), want %s", id, res.Outcome, res.Detail, c.want)
+			}
+			if selfField(res, c.field) == "" {
+				t.Errorf("%s: no %s in the self-report: %+v", id, c.field, res.Evidence)
+			}
+			addr := selfField(res, "neighbour_execd")
+			if ap, err := netip.ParseAddrPort(addr); err != nil || ap.Port() != 44772 || !ap.Addr().IsPrivate() {
+				t.Errorf("neighbour execd %q: want the bridge address the endpoint lookup names, port 44772", addr)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s: %s", c.name, res.Outcome, res.Detail)
+		})
+	}
+}
+
+// TestOpenSandboxIPLiteral: a policy that allows a domain by name (deny by
+// default, allow pypi.org) on the real egress sidecar. In upstream's
+// default dns mode the sidecar filters names only, so the box reaches the
+// harness's canary by IP literal and the canary greets it with its token;
+// in dns+nft mode the same request holds it. The canary listens only on the
+// host's own address on the fixture's internal network.
+func TestOpenSandboxIPLiteral(t *testing.T) {
+	const id = "egress.opensandbox-ip-literal"
+	for _, c := range []struct {
+		mode  string
+		want  probes.Outcome
+		field string
+	}{
+		{"dns", probes.Escaped, "canary_greeted"},
+		{"dns+nft", probes.Blocked, "err"},
+	} {
+		t.Run(strings.ReplaceAll(c.mode, "+", "-"), func(t *testing.T) {
+			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode})
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			keyNowhere(t, r)
+			res := osbResult(t, r, id)
+			if res.Outcome != c.want {
+				t.Errorf("%s: %s (%s), want %s", id, res.Outcome, res.Detail, c.want)
+			}
+			if selfField(res, "egress_sidecar") != "present" {
+				t.Errorf("no egress sidecar answered in the box: %+v", res.Evidence)
+			}
+			if selfField(res, c.field) == "" {
+				t.Errorf("no %s in the self-report: %+v", c.field, res.Evidence)
+			}
+			canary, err := netip.ParseAddrPort(selfField(res, "canary"))
+			if err != nil {
+				t.Fatalf("canary address %q: %v", selfField(res, "canary"), err)
+			}
+			if gw := networkGateway(t, srv.Network()); canary.Addr() != gw {
+				t.Errorf("the canary is on %s, want the host's own address %s on the fixture's internal network", canary.Addr(), gw)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s: %s", c.mode, res.Outcome, res.Detail)
+		})
+	}
+}
+
+// networkGateway is a Docker network's gateway address (the host's own).
+func networkGateway(t *testing.T, network string) netip.Addr {
+	t.Helper()
+	out, err := exec.Command("docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", network).Output()
+	if err != nil {
+		t.Fatalf("docker network inspect %s: %v", network, err)
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("gateway of %s: %q: %v", network, out, err)
+	}
+	return a
+}
+
+// TestOpenSandboxExecdPublished: the host's check of where the platform
+// publishes execd's port. Upstream's bridge mode (all addresses, a random
+// port) fails it, on the sandbox or, with a network policy, on the egress
+// sidecar holding its network; published only on the host's own address on
+// the sandboxes' network it holds. The fixture's network is internal, so
+// Docker records these bindings without opening any port on the host.
+func TestOpenSandboxExecdPublished(t *testing.T) {
+	const id = "privilege.opensandbox-execd-published"
+	for _, c := range []struct {
+		name, target string
+		cfg          fixture.Config
+		want         probes.Outcome
+		in           string
+	}{
+		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, ":(random)"},
+		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "opensandbox-egress-"},
+		{"gateway", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "gateway"}, probes.Blocked, "only on named host addresses"},
+		{"none", "opensandbox-weak.yaml", fixture.Config{}, probes.Blocked, "on no host address"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target, _ := osbServer(t, c.target, c.cfg)
+			r := sandcheck(t, "run", "--target", target, "--probes", id)
+			r.mustRecord(t)
+			res := osbResult(t, r, id)
+			if got := outcomes(r)[id]; got != c.want {
+				t.Errorf("%s: effective %s (self-report %s: %s), want %s", id, got, res.Outcome, res.Detail, c.want)
+			}
+			it, ok := hostItem(res, evidence.SourceRuntime, "host-check")
+			if !ok || it.Indicates != c.want {
+				t.Fatalf("no host check indicating %s: %+v", c.want, res.Evidence)
+			}
+			if !strings.Contains(it.Summary, c.in) && !strings.Contains(it.Data["all_addresses"], c.in) {
+				t.Errorf("host check %q (%v) does not say %q", it.Summary, it.Data, c.in)
+			}
+			if len(r.rec.Errors) > 0 {
+				t.Errorf("harness errors: %v", r.rec.Errors)
+			}
+			t.Logf("%s: %s", c.name, it.Summary)
 		})
 	}
 }

@@ -182,6 +182,11 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
 		}
 	}
+	if pp, ok := e.runner.(runners.PlatformPeers); ok {
+		if err := pp.Prepare(ctx, cfg.Selected); err != nil {
+			return nil, fmt.Errorf("target %s: %w", tg.Path, err)
+		}
+	}
 	if hn, ok := e.runner.(runners.HarnessNetworkUser); ok && hn.UsesHarnessNetwork() {
 		be, ok := e.runner.(netharness.Backend)
 		if !ok {
@@ -538,6 +543,9 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	if e.net != nil {
 		e.net.FillParams(&p)
 	}
+	if pp, ok := e.runner.(runners.PlatformPeers); ok {
+		pp.FillParams(&p)
+	}
 	if phase != "" {
 		p.Marker, p.Phase = marker, phase
 	}
@@ -695,6 +703,11 @@ func (e *Engine) Close(ctx context.Context) {
 	e.mu.Unlock()
 	if sb != nil {
 		e.closeSandbox(sb)
+	}
+	if pp, ok := e.runner.(runners.PlatformPeers); ok {
+		if err := pp.ClosePeers(ctx); err != nil {
+			e.harnessError(fmt.Errorf("removing the platform's peers of the run: %w", err))
+		}
 	}
 	if e.net != nil {
 		if err := e.net.Close(ctx); err != nil {

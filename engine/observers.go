@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // observation is what an observer is given about one probe run.
@@ -35,6 +39,7 @@ var observers = map[string]observer{
 	"runtime:seccomp": runtimeObserver, "runtime:user": runtimeObserver,
 	"canary:broker": canaryObserver, "canary:dns": canaryObserver, "canary:kube-api": canaryObserver,
 	"canary:metadata": canaryObserver, "canary:proxy": canaryObserver, "canary:sink": canaryObserver,
+	"runtime:execd-published": platformObserver,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
 		return []evidence.Item{e.inputsEvidence(k, o.token, o.self)}
 	},
@@ -114,4 +119,23 @@ func runtimeObserver(e *Engine, kind string, o observation) []evidence.Item {
 
 func canaryObserver(e *Engine, kind string, o observation) []evidence.Item {
 	return e.canaryHits(strings.TrimPrefix(kind, "canary:"), o.spec, o.token, o.self)
+}
+
+// platformObserver asks the sandbox's platform, from the host, for a fact
+// the runtime view does not carry (runners.HostChecker, the kind's name
+// after "runtime:"); a sandbox that cannot be checked
+// gives no evidence, and a check that failed says so without indicating.
+func platformObserver(_ *Engine, kind string, o observation) []evidence.Item {
+	hc, ok := o.s.sb.(runners.HostChecker)
+	if !ok {
+		return nil
+	}
+	check := strings.TrimPrefix(kind, "runtime:")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, err := hc.HostCheck(ctx, check)
+	if err != nil {
+		return []evidence.Item{{Source: evidence.SourceRuntime, Kind: "host-check-failed", Summary: fmt.Sprintf("host check %s failed: %v", check, err)}}
+	}
+	return []evidence.Item{{Source: evidence.SourceRuntime, Kind: "host-check", Summary: f.Summary, Indicates: f.Indicates, Data: f.Data}}
 }

@@ -19,7 +19,7 @@ var hostKinds = map[string]string{
 	"inputs:intact": "", "inputs:read": "", "output:release": "", "output:workload": "",
 	"canary:broker": "", "canary:dns": "", "canary:kube-api": "", "canary:metadata": "",
 	"canary:proxy": "", "canary:sink": "",
-	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "",
+	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "", "runtime:execd-published": "",
 	"runtime:host-cgroup": "", "runtime:host-kernel": "", "runtime:hostname": "", "runtime:labels": "",
 	"runtime:masked-paths": "", "runtime:memory-limit": "", "runtime:mounts": "",
 	"runtime:no-new-privileges": "", "runtime:oom": "", "runtime:pid": "", "runtime:pids-limit": "",

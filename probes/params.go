@@ -68,6 +68,16 @@ type Params struct {
 	// NeighbourAddr is the IPv4 address of a neighbouring sandbox on the
 	// same network with token-recording listeners. Empty means none.
 	NeighbourAddr string `json:"neighbour_addr,omitempty"`
+	// NeighbourExecdAddr is host:port of a neighbour sandbox's execd, as the
+	// platform's lifecycle API names it (OpenSandbox's endpoint lookup for
+	// port 44772 of a sandbox the harness made through the same API). Empty
+	// means none: the probe then sends nothing.
+	NeighbourExecdAddr string `json:"neighbour_execd_addr,omitempty"`
+	// IPCanaryAddr is host:port of a token-recording TCP canary the harness
+	// runs on its own address facing the sandbox's network, to be reached by
+	// IP literal (no name leads to it). Empty means none: the probe then
+	// sends nothing.
+	IPCanaryAddr string `json:"ip_canary_addr,omitempty"`
 	// DoTAddr is host:port of a DNS-over-TLS server the sandbox was not
 	// configured to use. Empty means none.
 	DoTAddr string `json:"dot_addr,omitempty"`

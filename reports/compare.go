@@ -16,6 +16,13 @@ import (
 // its runner and runtime, with its start time and host kernel surface.
 type CompareColumn struct {
 	Kind, Target, RunID, Kernel, Verdict string
+	// Runner is the run's runner as run.json records it, and Through how
+	// the harness reached its sandboxes (Reach).
+	Runner, Through string
+	// Remote is set for a runner that reaches the platform's sandboxes
+	// through the platform's own API or CLI: the host kernel and tracer are
+	// then the harness's, not the sandboxes'.
+	Remote bool
 	// StartSeconds is the mean start time of the run's sandboxes.
 	StartSeconds float64
 	Sandboxes    int
@@ -36,13 +43,43 @@ type Comparison struct {
 }
 
 // kindRank orders sandbox kinds for the matrix: the unsandboxed control
-// first, then from the weakest isolation to the strongest.
+// first, then the local kinds from the weakest isolation to the strongest,
+// then the platforms reached through their own API or CLI.
 func kindRank(kind string) int {
 	order := []string{"process", "bwrap", "docker/runc", "docker/crun", "docker/runsc", "docker/kata"}
 	if i := slices.Index(order, kind); i >= 0 {
 		return i
 	}
-	return len(order)
+	runner, _, _ := strings.Cut(kind, "/")
+	if i := slices.Index(remoteOrder, runner); i >= 0 {
+		return len(order) + 2 + i
+	}
+	return len(order) + 1
+}
+
+// remoteOrder lists the runners that reach a platform's sandboxes through
+// its own API or CLI, in the matrix's order.
+var remoteOrder = []string{"kubernetes", "opensandbox", "gateway", "command"}
+
+// Reach says how the harness reached a runner's sandboxes, for the matrix.
+func Reach(runner string) string {
+	switch runner {
+	case "process":
+		return "host process (no sandbox)"
+	case "bwrap":
+		return "bubblewrap on this host"
+	case "docker":
+		return "this host's Docker engine"
+	case "kubernetes":
+		return "the cluster's API"
+	case "opensandbox":
+		return "OpenSandbox lifecycle API and execd"
+	case "gateway":
+		return "the gateway's API"
+	case "command":
+		return "the platform's CLI (command templates)"
+	}
+	return "runner " + runner
 }
 
 // Compare builds the matrix over stored runs: one column per run, named by
@@ -57,7 +94,8 @@ func Compare(runs []Stored) Comparison {
 			kind += "/" + plain(rec.Runtime)
 		}
 		col := CompareColumn{Kind: kind, Target: plain(rec.Target.Name), RunID: plain(rec.RunID), Kernel: plain(rec.Host.Kernel),
-			Verdict: verdictWord(rec.Verdict), Sandboxes: len(rec.Sandboxes), Surface: -1, Outcome: map[string]string{}}
+			Verdict: verdictWord(rec.Verdict), Sandboxes: len(rec.Sandboxes), Surface: -1, Outcome: map[string]string{},
+			Runner: plain(rec.Runner), Through: plain(Reach(rec.Runner)), Remote: slices.Contains(remoteOrder, rec.Runner)}
 		var start float64
 		for _, sb := range rec.Sandboxes {
 			start += sb.StartSeconds
@@ -119,11 +157,13 @@ func WriteCompareMarkdown(w io.Writer, c Comparison) error {
 	}
 	row("Sandbox kind", func(col CompareColumn) string { return cell(col.Kind) })
 	b.WriteString("| ---" + strings.Repeat(" | ---", len(c.Columns)) + " |\n")
+	row("Runner", func(col CompareColumn) string { return cell(col.Runner) })
+	row("Reached through", func(col CompareColumn) string { return cell(col.Through) })
 	row("Target", func(col CompareColumn) string { return cell(col.Target) })
 	row("Verdict", func(col CompareColumn) string { return col.Verdict })
 	row("Mean sandbox start", func(col CompareColumn) string { return fmt.Sprintf("%.2f s", col.StartSeconds) })
 	row("Host kernel surface", func(col CompareColumn) string { return surfaceText(col) })
-	row("Host kernel", func(col CompareColumn) string { return cell(col.Kernel) })
+	row("Host kernel", func(col CompareColumn) string { return kernelText(col, cell(col.Kernel)) })
 	row("Escaped", func(col CompareColumn) string { return fmt.Sprintf("%d of %d", col.Escaped, len(col.Outcome)) })
 	for _, p := range c.Probes {
 		row(cell(p), func(col CompareColumn) string { return outcomeMark(col.Outcome[p]) })
@@ -132,7 +172,19 @@ func WriteCompareMarkdown(w io.Writer, c Comparison) error {
 	return err
 }
 
+// kernelText is the host kernel cell: on a remote platform the kernel the
+// record names is the harness's, never the sandboxes'.
+func kernelText(col CompareColumn, kernel string) string {
+	if col.Remote {
+		return "harness's: " + kernel
+	}
+	return kernel
+}
+
 func surfaceText(col CompareColumn) string {
+	if col.Remote && col.Surface < 0 {
+		return "not traced (remote platform)"
+	}
 	if col.Surface < 0 {
 		if col.SurfaceStatus == "" {
 			return "no tracer"
@@ -146,7 +198,8 @@ func surfaceText(col CompareColumn) string {
 	return s
 }
 
-var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"mark": outcomeMark, "surface": surfaceText}).Parse(`<!DOCTYPE html>
+var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"mark": outcomeMark, "surface": surfaceText,
+	"kernel": func(col CompareColumn) string { return kernelText(col, col.Kernel) }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -164,11 +217,13 @@ td.inconclusive{background:#fff8c5}code{font-size:.78rem}
 <h1>sandcheck compare</h1>
 <table>
 <tr><th>Sandbox kind</th>{{range .Columns}}<th>{{.Kind}}</th>{{end}}</tr>
+<tr><th>Runner</th>{{range .Columns}}<td>{{.Runner}}</td>{{end}}</tr>
+<tr><th>Reached through</th>{{range .Columns}}<td>{{.Through}}</td>{{end}}</tr>
 <tr><th>Target</th>{{range .Columns}}<td>{{.Target}}</td>{{end}}</tr>
 <tr><th>Verdict</th>{{range .Columns}}<td>{{.Verdict}}</td>{{end}}</tr>
 <tr><th>Mean sandbox start</th>{{range .Columns}}<td>{{printf "%.2f" .StartSeconds}} s</td>{{end}}</tr>
 <tr><th>Host kernel surface</th>{{range .Columns}}<td>{{surface .}}</td>{{end}}</tr>
-<tr><th>Host kernel</th>{{range .Columns}}<td><code>{{.Kernel}}</code></td>{{end}}</tr>
+<tr><th>Host kernel</th>{{range .Columns}}<td><code>{{kernel .}}</code></td>{{end}}</tr>
 <tr><th>Escaped</th>{{range .Columns}}<td>{{.Escaped}} of {{len .Outcome}}</td>{{end}}</tr>
 {{range $p := .Probes}}<tr><th><code>{{$p}}</code></th>{{range $.Columns}}{{$o := index .Outcome $p}}<td class="{{$o}}">{{mark $o}}</td>{{end}}</tr>
 {{end}}</table>

@@ -1,6 +1,10 @@
 package runners
 
-import "context"
+import (
+	"context"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
 
 // The optional interfaces below are discovered by type assertion: a backend
 // implements those it can honour and nothing else, so the engine never calls
@@ -26,4 +30,40 @@ type HarnessNetworkUser interface {
 type HostPIDer interface {
 	// HostPID is the host PID of the sandbox's init.
 	HostPID(ctx context.Context) (int, error)
+}
+
+// PlatformPeers is implemented by runners that make, through the platform's
+// own API, what some probes aim at beside their sandbox (a neighbour
+// sandbox, a canary the sandbox reaches by IP literal). The engine calls
+// Prepare once before the first probe with the run's selection, FillParams
+// for every probe invocation, and ClosePeers once when the run ends, also
+// after a failed Prepare.
+type PlatformPeers interface {
+	// Prepare makes what the selected probes need; an error is the
+	// platform's and ends the run as a harness error.
+	Prepare(ctx context.Context, selected []probes.Spec) error
+	// FillParams adds the peers' addresses to a probe's parameters.
+	FillParams(p *probes.Params)
+	// ClosePeers removes what Prepare made; calling it twice is safe.
+	ClosePeers(ctx context.Context) error
+}
+
+// HostChecker is implemented by sandboxes whose platform the host can check
+// for a named fact the box cannot see and the runtime view does not carry
+// (the catalog's host: runtime:<check>, e.g. execd-published: on which host addresses the
+// platform published the sandbox's execd port).
+type HostChecker interface {
+	// HostCheck checks one fact; an error means the check could not be made.
+	HostCheck(ctx context.Context, check string) (HostFinding, error)
+}
+
+// HostFinding is what one host check found.
+type HostFinding struct {
+	// Indicates is escaped or blocked where the fact alone settles the
+	// probe, empty when it only informs.
+	Indicates probes.Outcome
+	// Summary says what the host saw, in one sentence.
+	Summary string
+	// Data are the facts behind it.
+	Data map[string]string
 }

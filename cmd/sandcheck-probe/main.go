@@ -236,7 +236,8 @@ func checkAddrs(p probes.Params) error {
 		}
 	}
 	for name, v := range map[string]string{"resolver_addr": p.ResolverAddr, "other_resolver_addr": p.OtherResolverAddr, "mirror_addr": p.MirrorAddr, "dns_alt_addr": p.DNSAltAddr,
-		"ecs_addr": p.ECSAddr, "alibaba_addr": p.AlibabaAddr, "dot_addr": p.DoTAddr, "doh_addr": p.DoHAddr, "proxy_addr": p.ProxyAddr, "broker_addr": p.BrokerAddr, "kube_api_addr": p.KubeAPIAddr} {
+		"ecs_addr": p.ECSAddr, "alibaba_addr": p.AlibabaAddr, "dot_addr": p.DoTAddr, "doh_addr": p.DoHAddr, "proxy_addr": p.ProxyAddr, "broker_addr": p.BrokerAddr, "kube_api_addr": p.KubeAPIAddr,
+		"neighbour_execd_addr": p.NeighbourExecdAddr, "ip_canary_addr": p.IPCanaryAddr} {
 		if v == "" {
 			continue
 		}

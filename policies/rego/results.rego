@@ -48,8 +48,10 @@ effective(r) := "escaped" if {
 } else := r.outcome
 
 # host_stops are the host observations that show the sandbox itself stopped
-# an attempt, enough to settle a probe that could not report.
-host_stops := {"oom-killed", "cpu-budget-killed"}
+# an attempt, enough to settle a probe that could not report; a host check
+# of the platform (a fact the box cannot see, e.g. where execd's port is
+# published) settles the probe that names it.
+host_stops := {"oom-killed", "cpu-budget-killed", "host-check"}
 
 # catalog_expected is what the catalog says the run's profile expects; the
 # harness wrote it into the record, so a different value there is forged.

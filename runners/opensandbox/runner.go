@@ -50,6 +50,7 @@ type Runner struct {
 	api   *client
 	http  *http.Client
 	log   *slog.Logger
+	peers peers
 }
 
 // Open is the backend's runners.OpenFunc: it reads the API key from the
@@ -156,24 +157,34 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	sctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	t0 := time.Now()
+	sb, err := r.launch(sctx, ctx, spec, bound)
+	if err != nil {
+		return nil, err
+	}
+	probe := spec.ProbeDir + "/" + runners.ProbeBinary
+	if err := sb.execd.upload(sctx, probe, runners.ProbeMount+"/"+runners.ProbeBinary, 0o755); err != nil {
+		return nil, sb.failStart(ctx, err)
+	}
+	r.log.Debug("sandbox running", "id", sb.id, "seconds", time.Since(t0).Seconds())
+	return sb, nil
+}
+
+// launch creates a sandbox through the lifecycle API, waits until it is
+// Running and looks up execd's endpoint (sctx bounds the start, ctx the
+// cleanup of a failed one).
+func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bound time.Duration) (*Sandbox, error) {
 	info, err := r.api.create(sctx, r.request(spec))
 	if err != nil {
 		r.sweep(ctx, spec.Name)
 		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
 	}
 	sb := &Sandbox{id: info.ID, name: spec.Name, api: r.api, log: r.log}
-	fail := func(err error) (runners.Sandbox, error) {
-		if cerr := sb.Close(ctx); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		return nil, fmt.Errorf("%w: sandbox %s: %w", runners.ErrStart, info.ID, err)
-	}
 	if err := r.waitRunning(sctx, info.ID, bound); err != nil {
-		return fail(err)
+		return nil, sb.failStart(ctx, err)
 	}
 	ep, err := r.api.endpoint(sctx, info.ID, ExecdPort)
 	if err != nil {
-		return fail(err)
+		return nil, sb.failStart(ctx, err)
 	}
 	base := ep.Endpoint
 	if !strings.Contains(base, "://") {
@@ -181,12 +192,16 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	}
 	sb.execd = &execd{base: strings.TrimRight(base, "/"), headers: ep.Headers, http: r.http}
 	sb.Endpoint = ep.Endpoint
-	probe := spec.ProbeDir + "/" + runners.ProbeBinary
-	if err := sb.execd.upload(sctx, probe, runners.ProbeMount+"/"+runners.ProbeBinary, 0o755); err != nil {
-		return fail(err)
-	}
-	r.log.Debug("sandbox running", "id", info.ID, "seconds", time.Since(t0).Seconds())
 	return sb, nil
+}
+
+// failStart deletes a sandbox whose start failed and says why, wrapping
+// runners.ErrStart.
+func (s *Sandbox) failStart(ctx context.Context, err error) error {
+	if cerr := s.Close(ctx); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return fmt.Errorf("%w: sandbox %s: %w", runners.ErrStart, s.id, err)
 }
 
 // waitRunning polls GET /sandboxes/{id} until the sandbox is Running; Failed
