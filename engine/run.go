@@ -94,15 +94,28 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 		}
 		return
 	}
-	var shared, own, alone []probes.Spec
+	var shared, alone []probes.Spec
+	// The probes with sandboxes of their own, as units a lane carries out
+	// one after another: a probe alone, or a whole batch of two-phase
+	// probes (pair.go), which its first probe runs and the others read.
+	var units [][]probes.Spec
+	batch := map[string]int{}
 	for _, spec := range sel {
 		switch {
 		case runsAlone(spec):
 			alone = append(alone, spec)
 		case spec.Sandbox == probes.Shared:
 			shared = append(shared, spec)
+		case spec.Sandbox == probes.Pair || spec.Sandbox == probes.Sequence:
+			i, ok := batch[phaseKey(spec)]
+			if !ok {
+				i = len(units)
+				batch[phaseKey(spec)] = i
+				units = append(units, nil)
+			}
+			units[i] = append(units[i], spec)
 		default:
-			own = append(own, spec)
+			units = append(units, []probes.Spec{spec})
 		}
 	}
 	// Last, one at a time with nothing beside them, the probes that drive
@@ -112,9 +125,9 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 			one(spec)
 		}
 	}()
-	// The longest-bounded first, so a slow probe never starts last and
+	// The longest-bounded first, so a slow unit never starts last and
 	// holds the run alone at its end.
-	slices.SortStableFunc(own, func(a, b probes.Spec) int { return cmp.Compare(b.Timeout, a.Timeout) })
+	slices.SortStableFunc(units, func(a, b []probes.Spec) int { return cmp.Compare(unitBound(b), unitBound(a)) })
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -123,21 +136,39 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 			one(spec)
 		}
 	}()
-	work := make(chan probes.Spec)
-	for range min(e.cfg.Parallel, max(len(own), 1)) {
+	work := make(chan []probes.Spec)
+	for range min(e.cfg.Parallel, max(len(units), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for spec := range work {
-				one(spec)
+			for u := range work {
+				for _, spec := range u {
+					one(spec)
+				}
 			}
 		}()
 	}
-	for _, spec := range own {
-		work <- spec
+	for _, u := range units {
+		work <- u
 	}
 	close(work)
+	// Every unit is under way: the probes that run alone get their
+	// sandboxes started now, so their part of the run starts none.
+	e.startAhead(ctx, alone)
 	wg.Wait()
+}
+
+// unitBound is how long a unit of probes may take: the sum of their
+// timeouts, twice for a two-phase batch.
+func unitBound(u []probes.Spec) time.Duration {
+	var d time.Duration
+	for _, s := range u {
+		d += s.Timeout.D()
+		if s.Sandbox == probes.Pair || s.Sandbox == probes.Sequence {
+			d += s.Timeout.D()
+		}
+	}
+	return d
 }
 
 // runsAlone reports whether a probe must run with no other probe beside
