@@ -16,7 +16,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
 )
 
 // IPv6 on the harness network. Docker is never asked for IPv6 (its bridge
