@@ -304,7 +304,7 @@ func (e *Engine) record(res evidence.Result, start time.Time) evidence.Result {
 }
 
 // taskMode reports whether each task is a fresh sandbox's first process.
-func (e *Engine) taskMode() bool { return e.target.Docker != nil && e.target.Docker.Launch == "task" }
+func (e *Engine) taskMode() bool { return e.target.LaunchMode() == "task" }
 
 // runShared runs a probe that can share a sandbox. In exec mode it is exec'd
 // into the run's one long-lived sandbox (restarted if it died); in task mode
@@ -657,6 +657,11 @@ func (e *Engine) addProbes(s *sandbox, ids ...string) {
 func (e *Engine) setView(s *sandbox) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.rec.Runtime == "" && s.view != nil {
+		// A task sandbox's view comes after its task (start does not
+		// inspect it): the runtime it names, as start records it.
+		e.rec.Runtime = s.view.Runtime
+	}
 	for i := range e.rec.Sandboxes {
 		if e.rec.Sandboxes[i].ID == s.sb.ID() {
 			e.rec.Sandboxes[i].View = s.view
