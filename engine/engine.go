@@ -365,6 +365,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 			e.closeLater(sb)
 			return err
 		}
+		freeLane(ctx)
 		e.closeSandbox(sb)
 		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
 		return err
@@ -427,7 +428,10 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 	if closesQuietly(specs) {
 		defer e.closeLater(sb)
 	} else {
-		defer e.closeSandbox(sb)
+		defer func() {
+			freeLane(ctx)
+			e.closeSandbox(sb)
+		}()
 	}
 	ids := make([]string, len(specs))
 	var budget time.Duration

@@ -74,7 +74,7 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 		mu   sync.Mutex
 		done int
 	)
-	one := func(spec probes.Spec) {
+	one := func(ctx context.Context, spec probes.Spec) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -90,7 +90,7 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	}
 	if e.cfg.Parallel <= 1 {
 		for _, spec := range sel {
-			one(spec)
+			one(ctx, spec)
 		}
 		return
 	}
@@ -122,7 +122,11 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	// their sandbox to a limit the host measures.
 	defer func() {
 		for _, spec := range alone {
-			one(spec)
+			// Alone means beside nothing of the run's own either: no
+			// sandbox still starting ahead or being removed.
+			e.ahead.wg.Wait()
+			e.closing.Wait()
+			one(ctx, spec)
 		}
 	}()
 	// The longest-bounded first, so a slow unit never starts last and
@@ -133,29 +137,42 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	go func() {
 		defer wg.Done()
 		for _, spec := range shared {
-			one(spec)
+			one(ctx, spec)
 		}
 	}()
-	work := make(chan []probes.Spec)
-	for range min(e.cfg.Parallel, max(len(units), 1)) {
+	// Up to Parallel units hold a lane at once. A unit gives its lane up
+	// once its sandboxes have run and only their removal and the host's
+	// look for what outlived them are left (freeLane), so the next unit
+	// starts while it ends.
+	lanes := make(chan struct{}, e.cfg.Parallel)
+	for _, u := range units {
+		lanes <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for u := range work {
-				for _, spec := range u {
-					one(spec)
-				}
+			free := sync.OnceFunc(func() { <-lanes })
+			defer free()
+			uctx := context.WithValue(ctx, laneKey{}, free)
+			for _, spec := range u {
+				one(uctx, spec)
 			}
 		}()
 	}
-	for _, u := range units {
-		work <- u
-	}
-	close(work)
 	// Every unit is under way: the probes that run alone get their
 	// sandboxes started now, so their part of the run starts none.
 	e.startAhead(ctx, alone)
 	wg.Wait()
+}
+
+// laneKey is the context key of a unit's lane release (probeAll).
+type laneKey struct{}
+
+// freeLane gives up the lane the probe's unit holds, if any: its
+// sandboxes have run, and only closing them is left.
+func freeLane(ctx context.Context) {
+	if free, ok := ctx.Value(laneKey{}).(func()); ok {
+		free()
+	}
 }
 
 // unitBound is how long a unit of probes may take: the sum of their
