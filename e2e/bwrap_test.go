@@ -18,17 +18,20 @@ var bwrapHardenedGaps = map[string]struct {
 	got []probes.Outcome
 	why string
 }{
-	// The engine decides task launch from the docker section only
-	// (engine.taskMode), so bwrap targets run in exec mode: a process or
-	// file a task leaves behind meets the next one.
-	"resources.sigterm-ignore":       {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode (taskMode reads docker.launch)"},
-	"resources.setsid-daemon":        {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
-	"persistence.background-process": {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
-	"persistence.scratch-not-empty":  {[]probes.Outcome{probes.Escaped}, "engine runs bwrap targets in exec mode"},
+	// In the sandbox's user namespace the workload's uid 65534 maps to 0
+	// of the outer user namespace bwrap makes to set the sandbox up (which
+	// maps to the host's 65534); from inside, the probe reads one level of
+	// uid_map and cannot see past it. The runtime view gives the user.
+	"privilege.uid0-host-mapped": {[]probes.Outcome{probes.Escaped}, "bwrap's nested user namespaces: the probe sees uid 0 of bwrap's outer namespace, not the host's"},
+	// The root agent the engine starts beside a task enters the sandbox
+	// through a nested bwrap with a user namespace of its own; in some runs
+	// the task (the sandbox's first process, in the namespace above it)
+	// meets it as a process whose environment is refused (blocked), in
+	// others it finds only readable environments without a secret
+	// (inconclusive). Not investigated further.
+	"secrets.proc-environ": {[]probes.Outcome{probes.Blocked, probes.Inconclusive}, "the agent beside a task lives in a nested user namespace; blocked or inconclusive by run (not investigated)"},
 	// bwrap keeps no labels: nothing outside names the sandbox's run.
 	"attribution.hostname": {[]probes.Outcome{probes.Escaped}, "bwrap keeps no labels (runtime/labels evidence)"},
-	// The harness's CPU budget watchdog reads docker.cpu_time only.
-	"resources.cpu-deadline": {[]probes.Outcome{probes.Inconclusive, probes.Escaped}, "engine's CPU budget reads docker.cpu_time only (which one depends on timing)"},
 	// An unprivileged bwrap cannot mknod: its /dev binds the host's
 	// devtmpfs nodes (null, zero, full, random, urandom, tty) in.
 	"host.bind-mounts": {[]probes.Outcome{probes.Escaped}, "bwrap --dev binds host device nodes"},
@@ -130,8 +133,6 @@ var bwrapWeakGaps = map[string]struct {
 	// The runner puts no host device in a sandbox.
 	"host.dev-kmsg":      {[]probes.Outcome{probes.Blocked}, "the bwrap runner binds no devices"},
 	"host.block-devices": {[]probes.Outcome{probes.Blocked}, "the bwrap runner binds no devices"},
-	// The engine plants its honeyfile in the docker section's mounts only.
-	"host.honeyfile": {[]probes.Outcome{probes.Blocked}, "engine plants honeyfiles in docker mounts only"},
 	// The root is bwrap's tmpfs with the host's /usr read-only: the image
 	// folders the probe writes to are the host's, read-only.
 	"persistence.rootfs-write": {[]probes.Outcome{probes.Blocked}, "the root's folders are the host's /usr, read-only"},

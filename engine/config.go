@@ -67,6 +67,10 @@ type Config struct {
 	// Parallel is how many sandboxes of their own the run's probes may
 	// hold at once (0 or 1: one probe at a time, in catalog order).
 	Parallel int
+	// Grader, if set, is the release grader the run grades with, already
+	// built by the caller from this configuration (NewGrader), so the
+	// policies are compiled once; nil builds it.
+	Grader *policies.Grader
 	// Pool narrows a fleet target (kubernetes pools) to one of its pools
 	// ("" = the target as it is).
 	Pool string

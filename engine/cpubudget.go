@@ -49,7 +49,7 @@ type cpuWatch struct {
 // stops it would hide a missing limit), and a sandbox holding many tasks
 // (the shared batch) is not held to one task's budget.
 func (e *Engine) watchCPU(s *sandbox, spec probes.Spec) {
-	budget := e.target.Docker.CPUBudget()
+	budget := e.target.CPUBudget()
 	m, ok := s.sb.(runners.CPUMeter)
 	if budget <= 0 || !ok || !slices.Contains(spec.Host, "cpu-budget") {
 		return
@@ -110,7 +110,7 @@ func (w *cpuWatch) end() (killed bool, used time.Duration, readErr, killErr erro
 // that could not report); past the budget and not killed is escaped.
 func (e *Engine) cpuBudgetEvidence(s *sandbox) evidence.Item {
 	it := evidence.Item{Source: evidence.SourceRuntime, Kind: "cpu-budget"}
-	budget := e.target.Docker.CPUBudget()
+	budget := e.target.CPUBudget()
 	if budget <= 0 {
 		it.Summary = "the target declares no CPU time budget (docker.cpu_time)"
 		return it

@@ -268,7 +268,7 @@ func (e *Engine) startHelpers(ctx context.Context, s *sandbox, specs []probes.Sp
 	if !slices.ContainsFunc(specs, func(sp probes.Spec) bool { return slices.Contains(sp.Host, environHolderHost) }) {
 		return nil
 	}
-	if e.target.Docker != nil && e.target.Docker.Agent == "none" {
+	if e.target.AgentMode() == "none" {
 		return nil // the platform keeps no process in the box: nothing to hold a key
 	}
 	sp, ok := s.sb.(spawner)

@@ -60,8 +60,13 @@ type Engine struct {
 	started   time.Time
 	mountSrc  []targets.Mount
 
-	pairOnce sync.Once
-	pair     pairBatch
+	// phases are the batches of two-phase probes (pair.go), by phaseKey.
+	phases map[string]*phaseBatch
+
+	// ahead are the sandboxes started ahead of their probes (ahead.go);
+	// closing counts the sandboxes being removed in the background.
+	ahead   aheads
+	closing sync.WaitGroup
 
 	batchOnce sync.Once
 	batch     struct {
@@ -212,8 +217,10 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
-	if e.grader, err = cfg.NewGrader(); err != nil {
-		return nil, fmt.Errorf("loading release policy: %w", err)
+	if e.grader = cfg.Grader; e.grader == nil {
+		if e.grader, err = cfg.NewGrader(); err != nil {
+			return nil, fmt.Errorf("loading release policy: %w", err)
+		}
 	}
 	return e, nil
 }
@@ -292,10 +299,8 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 		err = e.runShared(ctx, spec, &res)
 	case probes.Own:
 		err = e.runOwn(ctx, spec, &res)
-	case probes.Sequence:
-		err = e.runSequence(ctx, spec, &res)
-	case probes.Pair:
-		err = e.runPair(ctx, spec, &res)
+	case probes.Sequence, probes.Pair:
+		err = e.runPhased(ctx, spec, &res)
 	}
 	if err != nil {
 		res.Outcome, res.Detail = probes.Inconclusive, "harness: "+err.Error()
@@ -316,7 +321,7 @@ func (e *Engine) record(res evidence.Result, start time.Time) evidence.Result {
 }
 
 // taskMode reports whether each task is a fresh sandbox's first process.
-func (e *Engine) taskMode() bool { return e.target.Docker != nil && e.target.Docker.Launch == "task" }
+func (e *Engine) taskMode() bool { return e.target.LaunchMode() == "task" }
 
 // runShared runs a probe that can share a sandbox. In exec mode it is exec'd
 // into the run's one long-lived sandbox (restarted if it died); in task mode
@@ -354,28 +359,16 @@ func (e *Engine) runOwn(ctx context.Context, spec probes.Spec, res *evidence.Res
 	return e.oneShot(ctx, spec.ID, spec, res, "", "")
 }
 
-// runSequence plants a marker from one sandbox and looks for it from a second
-// sandbox of the same target; the second sandbox's finding is the result.
-func (e *Engine) runSequence(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
-	marker := newToken(e.rec.RunID)
-	var plant evidence.Result
-	if err := e.oneShot(ctx, spec.ID+"-plant", spec, &plant, marker, "plant"); err != nil {
-		return fmt.Errorf("planting markers: %w", err)
-	}
-	if err := e.oneShot(ctx, spec.ID+"-check", spec, res, marker, "check"); err != nil {
-		return err
-	}
-	for _, it := range plant.Evidence {
-		it.Kind = "plant:" + it.Kind
-		res.Evidence = append(res.Evidence, it)
-	}
-	return nil
-}
-
 // oneShot runs one probe in a sandbox of its own and removes it.
 func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res *evidence.Result, marker, phase string) error {
 	if !e.taskMode() {
-		sb, err := e.start(ctx, name, nil)
+		var sb *sandbox
+		var err error
+		if a := e.takeAhead(ctx, name); a != nil {
+			sb, err = a.sb, a.err
+		} else {
+			sb, err = e.start(ctx, name, nil)
+		}
 		if err != nil {
 			return err
 		}
@@ -385,6 +378,11 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 			return err
 		}
 		err = e.execOne(ctx, sb, spec, res, marker, phase)
+		if closesQuietly([]probes.Spec{spec}) {
+			e.closeLater(sb)
+			return err
+		}
+		freeLane(ctx)
 		e.closeSandbox(sb)
 		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
 		return err
@@ -406,7 +404,7 @@ func (e *Engine) fromBatch(ctx context.Context, spec probes.Spec, res *evidence.
 		for _, s := range e.cfg.Selected {
 			// Only what Probe carries out: a probe this runner cannot test,
 			// or of another platform, never runs in the batch either.
-			if s.Sandbox == probes.Shared && s.AppliesTo(e.target.Runner) && len(e.runner.Capabilities().Missing(s.Requires())) == 0 {
+			if s.Sandbox == probes.Shared && e.runnable(s) {
 				shared = append(shared, s)
 			}
 		}
@@ -426,10 +424,32 @@ func (e *Engine) fromBatch(ctx context.Context, spec probes.Spec, res *evidence.
 	return nil
 }
 
-// runTask starts a sandbox whose first process runs the given probes, waits
-// for it, inspects and removes it.
+// runTask starts a sandbox whose first process runs the given probes (or
+// takes the one started ahead for it), waits for it, inspects and removes
+// it.
 func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, marker, phase string) (map[string]selfReport, string, *sandbox, error) {
-	token := newToken(e.rec.RunID)
+	var (
+		token string
+		sb    *sandbox
+		err   error
+	)
+	if a := e.takeAhead(ctx, name); a != nil {
+		token, sb, err = a.token, a.sb, a.err
+	} else {
+		token = newToken(e.rec.RunID)
+		sb, err = e.startTask(ctx, name, specs, token, marker, phase)
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if closesQuietly(specs) {
+		defer e.closeLater(sb)
+	} else {
+		defer func() {
+			freeLane(ctx)
+			e.closeSandbox(sb)
+		}()
+	}
 	ids := make([]string, len(specs))
 	var budget time.Duration
 	for i, s := range specs {
@@ -437,17 +457,6 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		budget += s.Timeout.D()
 	}
 	budget = min(budget, 10*time.Minute) + 10*time.Second
-	p := e.probeParams(token, ids, marker, phase)
-	p.GoAhead = token
-	argv, err := probeArgv(p, ids)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	sb, err := e.start(ctx, name, argv)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	defer e.closeSandbox(sb)
 	if len(specs) == 1 {
 		e.watchCPU(sb, specs[0])
 	}
@@ -486,6 +495,22 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		return reports, token, sb, nil
 	}
 	return interpretAll(ids, out), token, sb, nil
+}
+
+// startTask starts a task sandbox whose first process is the probe binary
+// running the given probes with token, held until its go-ahead.
+func (e *Engine) startTask(ctx context.Context, name string, specs []probes.Spec, token, marker, phase string) (*sandbox, error) {
+	ids := make([]string, len(specs))
+	for i, s := range specs {
+		ids[i] = s.ID
+	}
+	p := e.probeParams(token, ids, marker, phase)
+	p.GoAhead = token
+	argv, err := probeArgv(p, ids)
+	if err != nil {
+		return nil, err
+	}
+	return e.start(ctx, name, argv)
 }
 
 // execOne execs one probe into a running sandbox.
@@ -657,6 +682,11 @@ func (e *Engine) addProbes(s *sandbox, ids ...string) {
 func (e *Engine) setView(s *sandbox) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.rec.Runtime == "" && s.view != nil {
+		// A task sandbox's view comes after its task (start does not
+		// inspect it): the runtime it names, as start records it.
+		e.rec.Runtime = s.view.Runtime
+	}
 	for i := range e.rec.Sandboxes {
 		if e.rec.Sandboxes[i].ID == s.sb.ID() {
 			e.rec.Sandboxes[i].View = s.view
@@ -704,6 +734,8 @@ func (e *Engine) Close(ctx context.Context) {
 	if sb != nil {
 		e.closeSandbox(sb)
 	}
+	e.closeAheads()
+	e.closing.Wait()
 	if pp, ok := e.runner.(runners.PlatformPeers); ok {
 		if err := pp.ClosePeers(ctx); err != nil {
 			e.harnessError(fmt.Errorf("removing the platform's peers of the run: %w", err))

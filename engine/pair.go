@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
@@ -18,62 +19,101 @@ type pairBatch struct {
 	err          error
 }
 
-// runPair runs, once, the plant phase and then the check phase of every
-// selected pair probe, placed as the target launches tasks: exec'd one after
-// the other into one box (what the first task leaves, the second meets), or
-// each phase the first process of a fresh box. Later calls take their result
-// from that run; the plant phase's evidence is kept, marked plant:.
-func (e *Engine) runPair(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
-	e.pairOnce.Do(func() {
+// phaseBatch is one batch of two-phase probes, run once.
+type phaseBatch struct {
+	once sync.Once
+	res  pairBatch
+}
+
+// phaseKey names the batch a two-phase probe runs in. Pair probes meet
+// what the task before them left, as the target hands out tasks: in one
+// box (exec launch) or in a fresh box each (task launch). Sequence probes
+// always look from a second box; under task launch that is what a pair
+// batch does too, but they keep a batch of their own, so no probe's check
+// meets another probe's plant under the same marker.
+func phaseKey(spec probes.Spec) string {
+	if spec.Sandbox == probes.Sequence {
+		return "sequence"
+	}
+	return "pair"
+}
+
+// runPhased runs, once per batch, the plant phase and then the check
+// phase of every selected probe of the batch spec belongs to (phaseKey).
+// Later calls take their result from that run; the plant phase's evidence
+// is kept, marked plant:.
+func (e *Engine) runPhased(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
+	key := phaseKey(spec)
+	e.mu.Lock()
+	if e.phases == nil {
+		e.phases = map[string]*phaseBatch{}
+	}
+	b := e.phases[key]
+	if b == nil {
+		b = &phaseBatch{}
+		e.phases[key] = b
+	}
+	e.mu.Unlock()
+	b.once.Do(func() {
 		var specs []probes.Spec
 		for _, s := range e.cfg.Selected {
-			if s.Sandbox == probes.Pair {
+			if (s.Sandbox == probes.Pair || s.Sandbox == probes.Sequence) && phaseKey(s) == key && e.runnable(s) {
 				specs = append(specs, s)
 			}
 		}
 		if len(specs) == 0 {
 			specs = []probes.Spec{spec}
 		}
-		e.pair = e.runPairs(ctx, specs)
+		b.res = e.runPhases(ctx, key, specs)
 	})
-	if e.pair.err != nil {
-		return e.pair.err
+	if b.res.err != nil {
+		return b.res.err
 	}
-	r, ok := e.pair.check[spec.ID]
+	r, ok := b.res.check[spec.ID]
 	if !ok {
-		return fmt.Errorf("probe %s was not in the pair batch", spec.ID)
+		return fmt.Errorf("probe %s was not in the %s batch", spec.ID, key)
 	}
-	e.fill(spec, res, r, e.pair.token, e.pair.sb)
-	for _, it := range e.pair.plant[spec.ID].Items {
+	e.fill(spec, res, r, b.res.token, b.res.sb)
+	for _, it := range b.res.plant[spec.ID].Items {
 		it.Kind = "plant:" + it.Kind
 		res.Evidence = append(res.Evidence, it)
 	}
 	return nil
 }
 
-// runPairs carries out both phases for the given probes.
-func (e *Engine) runPairs(ctx context.Context, specs []probes.Spec) pairBatch {
+// runPhases carries out both phases for the given probes: each phase the
+// first process of a fresh box (task launch), or exec'd into boxes that
+// live on: one box for both phases of a pair batch, one box per phase of
+// a sequence batch.
+func (e *Engine) runPhases(ctx context.Context, key string, specs []probes.Spec) pairBatch {
 	marker := newToken(e.rec.RunID)
 	if e.taskMode() {
-		plant, _, _, err := e.runTask(ctx, "pair-plant", specs, marker, "plant")
+		plant, _, _, err := e.runTask(ctx, key+"-plant", specs, marker, "plant")
 		if err != nil {
 			return pairBatch{err: fmt.Errorf("plant task: %w", err)}
 		}
-		check, token, sb, err := e.runTask(ctx, "pair-check", specs, marker, "check")
+		check, token, sb, err := e.runTask(ctx, key+"-check", specs, marker, "check")
 		if err != nil {
 			return pairBatch{err: fmt.Errorf("check task: %w", err)}
 		}
 		return pairBatch{plant: plant, check: check, token: token, sb: sb}
 	}
-	sb, err := e.start(ctx, "pair", nil)
+	sb, err := e.start(ctx, key, nil)
 	if err != nil {
 		return pairBatch{err: err}
 	}
-	defer e.closeSandbox(sb)
 	plant, _, err := e.execBatch(ctx, sb, specs, marker, "plant")
 	if err != nil {
+		e.closeSandbox(sb)
 		return pairBatch{err: fmt.Errorf("plant task: %w", err)}
 	}
+	if key == "sequence" {
+		e.closeSandbox(sb)
+		if sb, err = e.start(ctx, key+"-check", nil); err != nil {
+			return pairBatch{err: err}
+		}
+	}
+	defer e.closeSandbox(sb)
 	check, token, err := e.execBatch(ctx, sb, specs, marker, "check")
 	if err != nil {
 		return pairBatch{err: fmt.Errorf("check task: %w", err)}

@@ -76,7 +76,7 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 		mu   sync.Mutex
 		done int
 	)
-	one := func(spec probes.Spec) {
+	one := func(ctx context.Context, spec probes.Spec) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -92,54 +92,102 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	}
 	if e.cfg.Parallel <= 1 {
 		for _, spec := range sel {
-			one(spec)
+			one(ctx, spec)
 		}
 		return
 	}
-	var shared, own, alone []probes.Spec
+	var shared, alone []probes.Spec
+	// The probes with sandboxes of their own, as units a lane carries out
+	// one after another: a probe alone, or a whole batch of two-phase
+	// probes (pair.go), which its first probe runs and the others read.
+	var units [][]probes.Spec
+	batch := map[string]int{}
 	for _, spec := range sel {
 		switch {
 		case runsAlone(spec):
 			alone = append(alone, spec)
 		case spec.Sandbox == probes.Shared:
 			shared = append(shared, spec)
+		case spec.Sandbox == probes.Pair || spec.Sandbox == probes.Sequence:
+			i, ok := batch[phaseKey(spec)]
+			if !ok {
+				i = len(units)
+				batch[phaseKey(spec)] = i
+				units = append(units, nil)
+			}
+			units[i] = append(units[i], spec)
 		default:
-			own = append(own, spec)
+			units = append(units, []probes.Spec{spec})
 		}
 	}
 	// Last, one at a time with nothing beside them, the probes that drive
 	// their sandbox to a limit the host measures.
 	defer func() {
 		for _, spec := range alone {
-			one(spec)
+			// Alone means beside nothing of the run's own either: no
+			// sandbox still starting ahead or being removed.
+			e.ahead.wg.Wait()
+			e.closing.Wait()
+			one(ctx, spec)
 		}
 	}()
-	// The longest-bounded first, so a slow probe never starts last and
+	// The longest-bounded first, so a slow unit never starts last and
 	// holds the run alone at its end.
-	slices.SortStableFunc(own, func(a, b probes.Spec) int { return cmp.Compare(b.Timeout, a.Timeout) })
+	slices.SortStableFunc(units, func(a, b []probes.Spec) int { return cmp.Compare(unitBound(b), unitBound(a)) })
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for _, spec := range shared {
-			one(spec)
+			one(ctx, spec)
 		}
 	}()
-	work := make(chan probes.Spec)
-	for range min(e.cfg.Parallel, max(len(own), 1)) {
+	// Up to Parallel units hold a lane at once. A unit gives its lane up
+	// once its sandboxes have run and only their removal and the host's
+	// look for what outlived them are left (freeLane), so the next unit
+	// starts while it ends.
+	lanes := make(chan struct{}, e.cfg.Parallel)
+	for _, u := range units {
+		lanes <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for spec := range work {
-				one(spec)
+			free := sync.OnceFunc(func() { <-lanes })
+			defer free()
+			uctx := context.WithValue(ctx, laneKey{}, free)
+			for _, spec := range u {
+				one(uctx, spec)
 			}
 		}()
 	}
-	for _, spec := range own {
-		work <- spec
-	}
-	close(work)
+	// Every unit is under way: the probes that run alone get their
+	// sandboxes started now, so their part of the run starts none.
+	e.startAhead(ctx, alone)
 	wg.Wait()
+}
+
+// laneKey is the context key of a unit's lane release (probeAll).
+type laneKey struct{}
+
+// freeLane gives up the lane the probe's unit holds, if any: its
+// sandboxes have run, and only closing them is left.
+func freeLane(ctx context.Context) {
+	if free, ok := ctx.Value(laneKey{}).(func()); ok {
+		free()
+	}
+}
+
+// unitBound is how long a unit of probes may take: the sum of their
+// timeouts, twice for a two-phase batch.
+func unitBound(u []probes.Spec) time.Duration {
+	var d time.Duration
+	for _, s := range u {
+		d += s.Timeout.D()
+		if s.Sandbox == probes.Pair || s.Sandbox == probes.Sequence {
+			d += s.Timeout.D()
+		}
+	}
+	return d
 }
 
 // runsAlone reports whether a probe must run with no other probe beside

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -103,131 +102,125 @@ func checkOutsideFree(used []netip.Prefix) error {
 	return nil
 }
 
-// startCanaries starts the DNS canary (gateway:53, gateway:DNSAltPort and
-// the other resolver's :53), the sinks on the outside address and the
-// package mirror. They all run whatever the egress profile: the INPUT rules
-// decide which of them a sandbox reaches, and a listener it cannot reach
-// proves that by staying silent. Every
-// listener is appended to n.canaries as it starts, so Close stops what
-// started even when a later one fails.
-func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP, Mirror: mirrorIP, KubeAPI: kubeAPIIP})
+// canaryAddrs is where the harness serves each declared canary service
+// (canary.Services) on its network. The DNS canary is the sandbox's
+// resolver (gateway:53) only under the open egress profile; under a
+// restricted one a filtering resolver stands there (startResolver).
+func (n *Network) canaryAddrs() map[string][]string {
 	gw := n.plan.Gateway.String()
-	// The sandbox's resolver is the canary, except under a restricted
-	// egress profile: there it is a filtering resolver that answers the
-	// names the profile grants and refuses the rest, as the platform's
-	// would, and the canary stays on the addresses the sandbox must not
-	// reach.
-	resolver := n.dns
-	if n.egress != "" && n.egress != "open" {
-		var allow []string
-		if n.egress == "mirror-only" {
-			allow = []string{canary.MirrorLabel}
+	hp := func(ip netip.Addr, ports ...int) []string {
+		out := make([]string, len(ports))
+		for i, p := range ports {
+			out[i] = net.JoinHostPort(ip.String(), strconv.Itoa(p))
 		}
-		resolver = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Mirror: mirrorIP, Allow: append([]string{}, allow...)})
+		return out
 	}
-	for _, srv := range []struct {
-		addr string
-		d    *canary.DNS
-	}{
-		{net.JoinHostPort(gw, strconv.Itoa(dnsPort)), resolver},
-		{net.JoinHostPort(gw, strconv.Itoa(DNSAltPort)), n.dns},
-		{net.JoinHostPort(otherResolverIP.String(), strconv.Itoa(dnsPort)), n.dns},
-	} {
-		s, err := canary.ServeDNS(ctx, srv.addr, srv.d, log)
-		if err != nil {
-			return fmt.Errorf("starting dns canary: %w", err)
-		}
-		n.canaries = append(n.canaries, s)
+	dnsAddrs := []string{n.DNSAltAddr(), n.OtherResolverAddr()}
+	if n.openEgress() {
+		dnsAddrs = append([]string{net.JoinHostPort(gw, strconv.Itoa(dnsPort))}, dnsAddrs...)
 	}
-	// The other resolver also speaks DNS over TLS and over HTTPS, as public
-	// resolvers do for software that bypasses the configured one.
-	tlsCfg, err := canary.SelfSignedTLS([]netip.Addr{otherResolverIP})
-	if err != nil {
-		return err
+	m := map[string][]string{
+		"metadata":     {n.MetadataAddr()},
+		"ecs":          {n.ECSAddr()},
+		"alibaba":      {n.AlibabaAddr()},
+		"kube-api":     {n.KubeAPIAddr()},
+		"dns":          dnsAddrs,
+		"dot":          {n.DoTAddr()},
+		"doh":          {n.DoHAddr()},
+		"sink":         hp(outsideIP, SinkTCPPorts...),
+		"udp-sink":     hp(outsideIP, SinkUDPPorts...),
+		"icmp":         {outsideIP.String()},
+		"mirror":       {n.MirrorAddr()},
+		"host-service": hp(n.plan.Gateway, GatewayServicePorts...),
+		"proxy":        {n.ProxyAddr()},
+		"broker":       {n.BrokerAddr()},
 	}
-	dot, err := canary.ServeDoT(ctx, n.DoTAddr(), n.dns, tlsCfg, log)
-	if err != nil {
-		return fmt.Errorf("starting dns-over-tls canary: %w", err)
+	if n.v6 {
+		m["metadata"] = append(m["metadata"], n.Metadata6Addr())
+		m["sink"] = append(m["sink"], hp(outsideIP6, OutsidePorts6...)...)
 	}
-	n.canaries = append(n.canaries, dot)
-	doh, err := canary.ServeTLS(ctx, n.DoHAddr(), n.dns.DoH(), tlsCfg, log)
-	if err != nil {
-		return fmt.Errorf("starting dns-over-https canary: %w", err)
+	return m
+}
+
+// openEgress reports whether the network runs the open egress profile.
+func (n *Network) openEgress() bool { return n.egress == "" || n.egress == "open" }
+
+// canaryKit makes the handlers of the run's canaries, all recording to
+// rec; the metadata canary's is n.meta.
+func (n *Network) canaryKit(rec *canary.Recorder, log *slog.Logger) (*canary.Kit, error) {
+	n.dns = canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Outside: outsideIP, Metadata: metadataIP, Mirror: mirrorIP, KubeAPI: kubeAPIIP})
+	n.kube = canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
+	for _, t := range n.kubeTokens {
+		n.kube.AcceptToken(t)
 	}
-	n.canaries = append(n.canaries, doh)
-	// The ECS task-role and Alibaba Cloud metadata canaries share the
-	// metadata canary's honeytokens and recorder.
-	for _, srv := range []struct {
-		addr string
-		h    http.Handler
-	}{{n.ECSAddr(), n.meta.ECS()}, {n.AlibabaAddr(), n.meta.Alibaba()}} {
-		s, err := canary.Serve(ctx, srv.addr, srv.h, log)
-		if err != nil {
-			return fmt.Errorf("starting metadata canary: %w", err)
-		}
-		n.canaries = append(n.canaries, s)
-	}
-	if err := n.startKubeAPI(ctx, rec, log); err != nil {
-		return err
-	}
-	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect})
-	if err := n.startCanaries6(ctx, sink); err != nil {
-		return err
-	}
-	for _, p := range SinkTCPPorts {
-		l, err := sink.ServeTCP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
-		if err != nil {
-			return fmt.Errorf("starting tcp sink: %w", err)
-		}
-		n.canaries = append(n.canaries, l)
-	}
-	mirror := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RolePackageMirror})
-	l, err := mirror.ServeTCP(ctx, n.MirrorAddr())
-	if err != nil {
-		return fmt.Errorf("starting package mirror: %w", err)
-	}
-	n.canaries = append(n.canaries, l)
-	for _, p := range SinkUDPPorts {
-		l, err := sink.ServeUDP(ctx, net.JoinHostPort(outsideIP.String(), strconv.Itoa(p)))
-		if err != nil {
-			return fmt.Errorf("starting udp sink: %w", err)
-		}
-		n.canaries = append(n.canaries, l)
-	}
-	icmp, err := sink.ServeICMP(ctx, outsideIP.String())
-	if err != nil {
-		return fmt.Errorf("starting icmp observer: %w", err)
-	}
-	n.canaries = append(n.canaries, icmp)
-	host := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleHostService})
-	for _, p := range GatewayServicePorts {
-		l, err := host.ServeTCP(ctx, net.JoinHostPort(gw, strconv.Itoa(p)))
-		if err != nil {
-			return fmt.Errorf("starting gateway listener: %w", err)
-		}
-		n.canaries = append(n.canaries, l)
-	}
-	proxy := canary.NewProxy(canary.ProxyOptions{Recorder: rec, Logger: log, Owned: n.owns, Allow: n.proxyAllows})
-	pl, err := proxy.Serve(ctx, n.ProxyAddr())
-	if err != nil {
-		return fmt.Errorf("starting egress proxy: %w", err)
-	}
-	n.canaries = append(n.canaries, pl)
 	bt := make([]byte, 16)
-	rand.Read(bt)
-	n.brokerToken = "scb" + hex.EncodeToString(bt)
-	broker := canary.NewBroker(rec, n.brokerToken, n.egress == "" || n.egress == "open")
-	bs, err := canary.Serve(ctx, n.BrokerAddr(), broker, log)
-	if err != nil {
-		return fmt.Errorf("starting tool broker: %w", err)
+	if _, err := rand.Read(bt); err != nil {
+		return nil, fmt.Errorf("making the broker token: %w", err)
 	}
-	n.canaries = append(n.canaries, bs)
+	n.brokerToken = "scb" + hex.EncodeToString(bt)
+	return &canary.Kit{
+		Logger:      log,
+		Metadata:    n.meta,
+		KubeAPI:     n.kube,
+		DNS:         n.dns,
+		Outside:     canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleOutside, RedirectTo: metadataRedirect}),
+		Mirror:      canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RolePackageMirror}),
+		HostService: canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleHostService}),
+		Proxy:       canary.NewProxy(canary.ProxyOptions{Recorder: rec, Logger: log, Owned: n.owns, Allow: n.proxyAllows}),
+		Broker:      canary.NewBroker(rec, n.brokerToken, n.openEgress()),
+	}, nil
+}
+
+// startCanaries starts every declared canary service (canary.Services) on
+// its harness addresses (canaryAddrs), the sandbox's resolver and the
+// neighbour. They all run whatever the egress profile: the INPUT rules
+// decide which of them a sandbox reaches, and a listener it cannot reach
+// proves that by staying silent. Every listener is appended to n.canaries
+// as it starts, so Close stops what started even when a later one fails.
+func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
+	kit, err := n.canaryKit(rec, log)
+	if err != nil {
+		return err
+	}
+	addrs := n.canaryAddrs()
+	for _, svc := range canary.Services {
+		for _, a := range addrs[svc.Name] {
+			l, err := svc.Serve(ctx, kit, a)
+			if err != nil {
+				return fmt.Errorf("starting the %s canary on %s: %w", svc.Name, a, err)
+			}
+			n.canaries = append(n.canaries, l)
+		}
+	}
+	if !n.openEgress() {
+		if err := n.startResolver(ctx, rec, log); err != nil {
+			return err
+		}
+	}
 	nbSink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleNeighbour})
 	if n.neighbour, err = startNeighbour(ctx, n.bridge, n.plan, nbSink); err != nil {
 		return err
 	}
 	n.neighbourLink = n.neighbour.hostLink
+	return nil
+}
+
+// startResolver starts the sandbox's resolver under a restricted egress
+// profile: not the canary but a filtering resolver on gateway:53 that
+// answers the names the profile grants and refuses the rest, as the
+// platform's would; the canary stays on the addresses the sandbox must
+// not reach.
+func (n *Network) startResolver(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
+	var allow []string
+	if n.egress == "mirror-only" {
+		allow = []string{canary.MirrorLabel}
+	}
+	resolver := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Mirror: mirrorIP, Allow: allow})
+	s, err := canary.ServeDNS(ctx, net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(dnsPort)), resolver, log)
+	if err != nil {
+		return fmt.Errorf("starting the resolver: %w", err)
+	}
+	n.canaries = append(n.canaries, s)
 	return nil
 }
 
@@ -406,26 +399,6 @@ func (n *Network) Role(local string) string {
 		return RolePackageMirror
 	}
 	return ""
-}
-
-// startKubeAPI starts the Kubernetes API canary on KubeAPIAddr over TLS,
-// with a certificate made for this run (its address and the API server's
-// service names), accepting the run's planted service-account tokens.
-func (n *Network) startKubeAPI(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	n.kube = canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
-	for _, t := range n.kubeTokens {
-		n.kube.AcceptToken(t)
-	}
-	cfg, err := canary.SelfSignedTLSNames([]netip.Addr{kubeAPIIP}, canary.KubeAPIHostnames)
-	if err != nil {
-		return err
-	}
-	s, err := canary.ServeTLS(ctx, n.KubeAPIAddr(), n.kube, cfg, log)
-	if err != nil {
-		return fmt.Errorf("starting kubernetes api canary: %w", err)
-	}
-	n.canaries = append(n.canaries, s)
-	return nil
 }
 
 // KubeAPIAddr is host:port of the Kubernetes API canary (HTTPS), where

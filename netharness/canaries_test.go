@@ -1,10 +1,14 @@
 package netharness
 
 import (
+	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandcheck/sandcheck/canary"
 )
 
 func TestBoundTo(t *testing.T) {
@@ -131,5 +135,43 @@ func TestCloudMetadataAddresses(t *testing.T) {
 	}
 	if err := checkOutsideFree([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("172.17.0.0/16")}); err != nil {
 		t.Errorf("this machine's networks refused: %v", err)
+	}
+}
+
+// TestHarnessServesEveryDeclaredCanary: the harness network serves every
+// canary service declared in canary.Services, and nothing undeclared, on
+// addresses it owns, under every egress profile (`canary serve` offers
+// the same table: cmd/sandcheck TestCanaryServeOffersEveryService).
+func TestHarnessServesEveryDeclaredCanary(t *testing.T) {
+	for _, egress := range []string{"open", "none", "mirror-only"} {
+		n := &Network{plan: planFor(150), egress: egress, v6: true}
+		addrs := n.canaryAddrs()
+		got := slices.Sorted(maps.Keys(addrs))
+		if want := slices.Sorted(slices.Values(canary.ServiceNames())); !slices.Equal(got, want) {
+			t.Errorf("%s: the harness serves %v, the declared canaries are %v", egress, got, want)
+		}
+		owned := n.Owned()
+		for name, list := range addrs {
+			if len(list) == 0 {
+				t.Errorf("%s: canary %s has no harness address", egress, name)
+			}
+			for _, a := range list {
+				ip, err := netip.ParseAddr(a)
+				if err != nil {
+					ap, perr := netip.ParseAddrPort(a)
+					if perr != nil {
+						t.Fatalf("%s: canary %s address %q: %v", egress, name, a, perr)
+					}
+					ip = ap.Addr()
+				}
+				if !slices.Contains(owned, ip) {
+					t.Errorf("%s: canary %s on %s, not an address the harness owns", egress, name, a)
+				}
+			}
+		}
+		resolver := net.JoinHostPort("169.254.150.1", "53")
+		if slices.Contains(addrs["dns"], resolver) != (egress == "open") {
+			t.Errorf("%s: the DNS canary on the sandbox's resolver %s: %v, want it there only under open egress", egress, resolver, addrs["dns"])
+		}
 	}
 }

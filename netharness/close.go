@@ -26,11 +26,6 @@ func (n *Network) Close(ctx context.Context) error {
 	if err := n.stopCanaries(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping canaries: %w", err))
 	}
-	if n.srv != nil {
-		if err := n.srv.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stopping metadata canary: %w", err))
-		}
-	}
 	if n.addrDone {
 		if err := delHostAddrs(n.bridge, hostAddrs()); err != nil {
 			errs = append(errs, err)

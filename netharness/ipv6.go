@@ -16,8 +16,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/sandcheck/sandcheck/canary"
 )
 
 // IPv6 on the harness network. Docker is never asked for IPv6 (its bridge
@@ -287,28 +285,6 @@ func (n *Network) Outside6Addr() netip.Addr {
 		return netip.Addr{}
 	}
 	return outsideIP6
-}
-
-// startCanaries6 starts, when the run has IPv6, the IPv6 metadata canary
-// (the same canary and honeytokens as 169.254.169.254) and the IPv6
-// outside sinks; each is appended to n.canaries as it starts.
-func (n *Network) startCanaries6(ctx context.Context, sink *canary.Sink) error {
-	if !n.v6 {
-		return nil
-	}
-	s, err := canary.Serve(ctx, n.Metadata6Addr(), n.meta, n.log)
-	if err != nil {
-		return fmt.Errorf("starting IPv6 metadata canary: %w", err)
-	}
-	n.canaries = append(n.canaries, s)
-	for _, p := range OutsidePorts6 {
-		l, err := sink.ServeTCP(ctx, net.JoinHostPort(outsideIP6.String(), strconv.Itoa(p)))
-		if err != nil {
-			return fmt.Errorf("starting IPv6 tcp sink: %w", err)
-		}
-		n.canaries = append(n.canaries, l)
-	}
-	return nil
 }
 
 // AttachIPv6 gives one sandbox, already started on the network, its IPv6

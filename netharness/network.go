@@ -112,7 +112,6 @@ type Network struct {
 	rules    []rule // inserted, in order
 	addrDone bool
 	meta     *canary.Metadata
-	srv      *canary.Server
 	dns      *canary.DNS
 	canaries []closer // DNS servers and sinks, in start order
 	// neighbour is the neighbour sandbox's stand-in (neighbour.go); stopped
@@ -259,9 +258,6 @@ func (n *Network) build(ctx context.Context, opts Options) error {
 	}
 	rec := canary.NewRecorder(opts.MaxHits, opts.OnHit)
 	n.meta = canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: n.log})
-	if n.srv, err = canary.Serve(ctx, n.MetadataAddr(), n.meta, n.log); err != nil {
-		return err
-	}
 	return n.startCanaries(ctx, rec, n.log)
 }
 

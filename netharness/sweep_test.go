@@ -19,9 +19,6 @@ func TestSweepRemovesDeadRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	// Die: the process's listeners and flock go with it; nothing else does.
-	if err := n.srv.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := n.stopCanaries(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +63,7 @@ func TestLockExcludesSecondRun(t *testing.T) {
 	}
 	// The docker network, the bridge, every rule, every address and every
 	// socket of the canaries.
-	want := 2 + len(n.rules) + len(hostAddrs()) + 1 // the metadata canary
+	want := 2 + len(n.rules) + len(hostAddrs())
 	if n.IPv6() {
 		want += len(n.rules6) + len(hostAddrs6()) // the IPv6 fence and addresses
 	}

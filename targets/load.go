@@ -203,6 +203,7 @@ func (v *validator) check(t *Target) {
 	if t.Attribution != nil {
 		v.checkAttribution(t.Attribution)
 	}
+	v.checkTasks(t)
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {
@@ -425,12 +426,20 @@ func (t *Target) CheckMounts() error {
 }
 
 func (t *Target) resolveMounts(runDir string, create bool) ([]Mount, error) {
-	if t.Docker == nil {
+	var mounts []Mount
+	switch {
+	case t.Docker != nil:
+		mounts = t.Docker.Mounts
+	case t.Bwrap != nil:
+		// bwrap's binds are host folders in the sandbox as docker's
+		// mounts are: the harness plants its honeyfiles in them too.
+		mounts = t.Bwrap.Binds
+	default:
 		return nil, nil
 	}
 	base := filepath.Dir(t.Path)
-	out := make([]Mount, 0, len(t.Docker.Mounts))
-	for _, m := range t.Docker.Mounts {
+	out := make([]Mount, 0, len(mounts))
+	for _, m := range mounts {
 		src, inRun, err := resolveSource(m.Source, base, runDir)
 		if err != nil {
 			return nil, fmt.Errorf("mount source %s of target %s: %w", m.Source, t.Path, err)

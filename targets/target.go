@@ -45,6 +45,10 @@ type Target struct {
 	// Kubernetes configures the kubernetes runner; required when Runner is
 	// kubernetes.
 	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty"`
+	// Tasks is how the platform hands work to its sandboxes: launch mode,
+	// agent and CPU time budget, for every runner (nil: the runner
+	// section's keys, else the defaults).
+	Tasks *Tasks `yaml:"tasks,omitempty"`
 	// Output declares the task's output folder and its release path (nil:
 	// the target declares none).
 	Output *Output `yaml:"output,omitempty"`

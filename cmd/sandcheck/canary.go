@@ -10,11 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,22 +29,37 @@ const canaryCloseTimeout = 10 * time.Second
 
 // canaryOptions are the flags of `sandcheck canary serve`.
 type canaryOptions struct {
-	metadata  []string
-	ecs       string
-	alibaba   string
-	kubeAPI   string
+	// addrs are the addresses of each declared canary service
+	// (canary.Services), by name: one flag each.
+	addrs     map[string]*[]string
 	kubeToken []string
-	dns       string
-	dot       string
-	doh       string
-	sinks     []string
-	udpSinks  []string
 	outside   string
 	zone      string
 	hits      string
 	duration  time.Duration
 	listenAny bool
 	maxHits   int
+}
+
+// canaryDefaults are the services canary serve starts unless told
+// otherwise, and where.
+var canaryDefaults = map[string][]string{
+	"metadata": {"127.0.0.1:8169"},
+	"dns":      {"127.0.0.1:8053"},
+	"sink":     {"127.0.0.1:8080"},
+	"udp-sink": {"127.0.0.1:8123"},
+}
+
+// canaryPrintKey is the line canary serve prints a service's address
+// under.
+func canaryPrintKey(name string) string {
+	switch name {
+	case "sink":
+		return "sink_tcp"
+	case "udp-sink":
+		return "sink_udp"
+	}
+	return strings.ReplaceAll(name, "-", "_") + "_addr"
 }
 
 func canaryCmd() *cobra.Command {
@@ -61,12 +76,14 @@ func canaryServeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve --hits FILE [flags]",
 		Short: "Serve the metadata, DNS, Kubernetes API and sink canaries and write every hit to a file",
-		Long: `Serve runs the canaries sandcheck runs for itself (the fake cloud metadata
-services: AWS, GCP and Azure, ECS task-role credentials, Alibaba Cloud; a
-fake Kubernetes API server over TLS; the DNS canary authoritative for the
-harness zone, also over TLS and HTTPS; TCP and UDP sinks) on the IPv4 or
-IPv6 addresses you name, for sandboxes sandcheck does not start itself:
-point the sandbox at them, run the probes, and read the hits.
+		Long: `Serve runs the canaries sandcheck runs for itself, the same declared
+services (the fake cloud metadata services: AWS, GCP and Azure, ECS
+task-role credentials, Alibaba Cloud; a fake Kubernetes API server over TLS;
+the DNS canary authoritative for the harness zone, also over TLS and HTTPS;
+TCP and UDP sinks, an ICMP observer; the package mirror, a host-service
+sink, the egress proxy and the tool broker) on the IPv4 or IPv6 addresses
+you name, one flag per service, for sandboxes sandcheck does not start
+itself: point the sandbox at them, run the probes, and read the hits.
 
 The Kubernetes API canary accepts the --kube-token tokens as service-account
 tokens (plant one in the sandbox); without any it makes one and prints it.
@@ -95,16 +112,17 @@ It stops on SIGINT or SIGTERM, or after --duration.`,
 		},
 	}
 	f := c.Flags()
-	f.StringSliceVar(&o.metadata, "metadata", []string{"127.0.0.1:8169"}, "HOST:PORT of the metadata canary (AWS, GCP, Azure); repeatable (an IPv4 and an [IPv6] address); empty for none")
-	f.StringVar(&o.ecs, "ecs", "", "HOST:PORT of the ECS task-role credentials canary; empty for none")
-	f.StringVar(&o.alibaba, "alibaba", "", "HOST:PORT of the Alibaba Cloud metadata canary; empty for none")
-	f.StringVar(&o.kubeAPI, "kube-api", "", "HOST:PORT of the Kubernetes API canary (HTTPS); the DNS canary resolves kubernetes.default.svc to an IPv4 one; empty for none")
+	o.addrs = map[string]*[]string{}
+	for _, svc := range canary.Services {
+		v := new([]string)
+		o.addrs[svc.Name] = v
+		addr := "HOST:PORT"
+		if svc.Name == "icmp" {
+			addr = "ADDRESS"
+		}
+		f.StringSliceVar(v, svc.Name, canaryDefaults[svc.Name], addr+" of "+svc.Help+"; repeatable; empty for none")
+	}
 	f.StringSliceVar(&o.kubeToken, "kube-token", nil, "service-account token the Kubernetes API canary accepts; repeatable (default: one made and printed)")
-	f.StringVar(&o.dns, "dns", "127.0.0.1:8053", "HOST:PORT of the DNS canary (UDP and TCP); empty for none")
-	f.StringVar(&o.dot, "dot", "", "HOST:PORT of the DNS canary over TLS (needs --dns); empty for none")
-	f.StringVar(&o.doh, "doh", "", "HOST:PORT of the DNS canary over HTTPS, at "+canary.DoHPath+" (needs --dns); empty for none")
-	f.StringSliceVar(&o.sinks, "sink", []string{"127.0.0.1:8080"}, "HOST:PORT of a TCP sink (also answers HTTP); repeatable")
-	f.StringSliceVar(&o.udpSinks, "udp-sink", []string{"127.0.0.1:8123"}, "HOST:PORT of a UDP sink; repeatable")
 	f.StringVar(&o.outside, "outside", "", "IPv4 address the DNS canary gives for outside.<zone> and exfiltration names (default: the first sink's host)")
 	f.StringVar(&o.zone, "zone", canary.DefaultZone, "zone the DNS canary is authoritative for")
 	f.StringVar(&o.hits, "hits", "", "file to append every hit to, as JSON lines (required)")
@@ -118,6 +136,17 @@ It stops on SIGINT or SIGTERM, or after --duration.`,
 // checkListen refuses what is not an IPv4 or IPv6 host:port, and a
 // wildcard host unless listenAny.
 func checkListen(flag, addr string, listenAny bool) error {
+	if flag == "icmp" {
+		// The ICMP observer listens on an address, not a port.
+		a, err := netip.ParseAddr(addr)
+		if err != nil || !a.Is4() {
+			return fmt.Errorf("--icmp %q: want an IPv4 address, such as 127.0.0.1", addr)
+		}
+		if a.IsUnspecified() && !listenAny {
+			return fmt.Errorf("--icmp %s listens on every address of the host; name one, or pass --listen-any", addr)
+		}
+		return nil
+	}
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || ap.Addr().Zone() != "" || ap.Addr().Is4In6() {
 		return fmt.Errorf("--%s %q: want an IPv4 or [IPv6] address and port, such as 127.0.0.1:8080 or [::1]:8080", flag, addr)
@@ -146,41 +175,36 @@ func (w *hitWriter) write(h canary.Hit) {
 // serveCanaries starts the listeners o names, prints where they are, and
 // serves until ctx ends.
 func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slog.Logger) (err error) {
-	type named struct{ flag, addr string }
+	type named struct{ svc, addr string }
 	var all []named
-	o.metadata = slices.DeleteFunc(o.metadata, func(a string) bool { return a == "" })
-	for _, m := range o.metadata {
-		all = append(all, named{"metadata", m})
-	}
-	for _, n := range []named{{"ecs", o.ecs}, {"alibaba", o.alibaba}, {"kube-api", o.kubeAPI}, {"dns", o.dns}, {"dot", o.dot}, {"doh", o.doh}} {
-		if n.addr != "" {
-			all = append(all, n)
+	for _, svc := range canary.Services {
+		for _, a := range *o.addrs[svc.Name] {
+			if a != "" {
+				all = append(all, named{svc.Name, a})
+			}
 		}
-	}
-	if o.dns == "" && (o.dot != "" || o.doh != "") {
-		return errors.New("serving canaries: --dot and --doh serve the DNS canary, which --dns \"\" turned off")
-	}
-	for _, s := range o.sinks {
-		all = append(all, named{"sink", s})
-	}
-	for _, s := range o.udpSinks {
-		all = append(all, named{"udp-sink", s})
 	}
 	if len(all) == 0 {
 		return errors.New("serving canaries: every listener is turned off")
 	}
+	on := func(name string) bool { return slices.ContainsFunc(all, func(n named) bool { return n.svc == name }) }
+	if !on("dns") && (on("dot") || on("doh")) {
+		return errors.New("serving canaries: --dot and --doh serve the DNS canary, which --dns \"\" turned off")
+	}
+	var owned []netip.Addr
 	for _, n := range all {
-		if err := checkListen(n.flag, n.addr, o.listenAny); err != nil {
+		if err := checkListen(n.svc, n.addr, o.listenAny); err != nil {
 			return err
 		}
+		owned = append(owned, listenAddr(n.addr))
 	}
 	var kubeIP netip.Addr
-	if o.kubeAPI != "" {
-		kubeIP = netip.MustParseAddrPort(o.kubeAPI).Addr() // checked above
+	if addrs := *o.addrs["kube-api"]; len(addrs) > 0 && addrs[0] != "" {
+		kubeIP = listenAddr(addrs[0])
 	}
 	outside := o.outside
-	if outside == "" && len(o.sinks) > 0 {
-		outside, _, _ = net.SplitHostPort(o.sinks[0])
+	if sinks := *o.addrs["sink"]; outside == "" && len(sinks) > 0 {
+		outside, _, _ = net.SplitHostPort(sinks[0])
 	}
 	var outsideIP netip.Addr
 	if outside != "" {
@@ -196,7 +220,7 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 	w := &hitWriter{enc: json.NewEncoder(f)}
 	rec := canary.NewRecorder(o.maxHits, w.write)
 
-	var closers []interface{ Close(context.Context) error }
+	var closers []canary.Running
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), canaryCloseTimeout)
 		defer cancel()
@@ -217,107 +241,21 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 	}()
 
 	fmt.Fprintln(out, "# sandcheck canaries; hits are appended to", o.hits)
-	meta := canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: log})
-	for _, srv := range []struct {
-		flag, addr string
-		h          http.Handler
-	}{{"metadata", "", meta}, {"ecs", o.ecs, meta.ECS()}, {"alibaba", o.alibaba, meta.Alibaba()}} {
-		addrs := []string{srv.addr}
-		if srv.flag == "metadata" {
-			addrs = o.metadata
-		}
-		for _, a := range addrs {
-			if a == "" {
-				continue
-			}
-			s, err := canary.Serve(ctx, a, srv.h, log)
-			if err != nil {
-				return err
-			}
-			closers = append(closers, s)
-			fmt.Fprintf(out, "%s_addr: %s\n", srv.flag, s.Addr())
-		}
+	kit, err := canaryKit(o, rec, log, out, owned, kubeIP, outsideIP)
+	if err != nil {
+		return err
 	}
-	if o.kubeAPI != "" {
-		kube := canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
-		toks := o.kubeToken
-		if len(toks) == 0 {
-			tok, err := newKubeToken()
-			if err != nil {
-				return err
-			}
-			toks = []string{tok}
-			fmt.Fprintf(out, "kube_token: %s\n", tok)
-		}
-		for _, t := range toks {
-			if !kube.AcceptToken(t) {
-				return fmt.Errorf("--kube-token: empty, repeated, or more than %d tokens", canary.MaxKubeTokens)
-			}
-		}
-		cfg, err := canary.SelfSignedTLSNames([]netip.Addr{kubeIP}, canary.KubeAPIHostnames)
+	for _, n := range all {
+		svc, _ := canary.LookupService(n.svc)
+		l, err := svc.Serve(ctx, kit, n.addr)
 		if err != nil {
-			return err
-		}
-		s, err := canary.ServeTLS(ctx, o.kubeAPI, kube, cfg, log)
-		if err != nil {
-			return err
-		}
-		closers = append(closers, s)
-		fmt.Fprintf(out, "kube_api_addr: %s\n", s.Addr())
-	}
-	if o.dns != "" {
-		var kube4 netip.Addr
-		if kubeIP.Is4() {
-			kube4 = kubeIP
-		}
-		d := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Zone: o.zone, Outside: outsideIP, KubeAPI: kube4})
-		s, err := canary.ServeDNS(ctx, o.dns, d, log)
-		if err != nil {
-			return err
-		}
-		closers = append(closers, s)
-		fmt.Fprintf(out, "dns_addr: %s\ndns_zone: %s\n", s.Addr(), d.Zone())
-		for _, enc := range []struct{ flag, addr string }{{"dot", o.dot}, {"doh", o.doh}} {
-			if enc.addr == "" {
-				continue
-			}
-			cfg, err := canary.SelfSignedTLS([]netip.Addr{netip.MustParseAddrPort(enc.addr).Addr()})
-			if err != nil {
-				return err
-			}
-			if enc.flag == "dot" {
-				c, err := canary.ServeDoT(ctx, enc.addr, d, cfg, log)
-				if err != nil {
-					return err
-				}
-				closers = append(closers, c)
-				fmt.Fprintf(out, "dot_addr: %s\n", c.Addr())
-				continue
-			}
-			c, err := canary.ServeTLS(ctx, enc.addr, d.DoH(), cfg, log)
-			if err != nil {
-				return err
-			}
-			closers = append(closers, c)
-			fmt.Fprintf(out, "doh_addr: %s\n", c.Addr())
-		}
-	}
-	sink := canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: "outside"})
-	for _, a := range o.sinks {
-		l, err := sink.ServeTCP(ctx, a)
-		if err != nil {
-			return err
+			return fmt.Errorf("--%s %s: %w", n.svc, n.addr, err)
 		}
 		closers = append(closers, l)
-		fmt.Fprintf(out, "sink_tcp: %s\n", l.Addr())
-	}
-	for _, a := range o.udpSinks {
-		l, err := sink.ServeUDP(ctx, a)
-		if err != nil {
-			return err
+		fmt.Fprintf(out, "%s: %s\n", canaryPrintKey(n.svc), l.Addr())
+		if n.svc == "dns" {
+			fmt.Fprintf(out, "dns_zone: %s\n", kit.DNS.Zone())
 		}
-		closers = append(closers, l)
-		fmt.Fprintf(out, "sink_udp: %s\n", l.Addr())
 	}
 	if outsideIP.IsValid() {
 		fmt.Fprintf(out, "outside_addr: %s\n", outsideIP)
@@ -325,6 +263,67 @@ func serveCanaries(ctx context.Context, o canaryOptions, out io.Writer, log *slo
 	<-ctx.Done()
 	fmt.Fprintf(out, "# stopped: %d hits written\n", len(rec.Hits()))
 	return nil
+}
+
+// canaryKit makes the handlers of canary serve's services, printing the
+// tokens a sandbox needs (the Kubernetes token canary serve made, the
+// broker's token).
+func canaryKit(o canaryOptions, rec *canary.Recorder, log *slog.Logger, out io.Writer, owned []netip.Addr, kubeIP, outsideIP netip.Addr) (*canary.Kit, error) {
+	kube := canary.NewKubeAPI(canary.KubeAPIOptions{Recorder: rec, Logger: log})
+	toks := o.kubeToken
+	if len(toks) == 0 && kubeIP.IsValid() {
+		tok, err := newKubeToken()
+		if err != nil {
+			return nil, err
+		}
+		toks = []string{tok}
+		fmt.Fprintf(out, "kube_token: %s\n", tok)
+	}
+	for _, t := range toks {
+		if !kube.AcceptToken(t) {
+			return nil, fmt.Errorf("--kube-token: empty, repeated, or more than %d tokens", canary.MaxKubeTokens)
+		}
+	}
+	var kube4 netip.Addr
+	if kubeIP.Is4() {
+		kube4 = kubeIP
+	}
+	var broker *canary.Broker
+	if addrs := *o.addrs["broker"]; len(addrs) > 0 {
+		tok, err := newKubeToken()
+		if err != nil {
+			return nil, err
+		}
+		tok = "scb" + strings.TrimPrefix(tok, "sandcheck-sa-")
+		broker = canary.NewBroker(rec, tok, false)
+		fmt.Fprintf(out, "broker_token: %s\n", tok)
+	}
+	var mirror netip.Addr
+	if addrs := *o.addrs["mirror"]; len(addrs) > 0 && addrs[0] != "" {
+		mirror = listenAddr(addrs[0])
+	}
+	return &canary.Kit{
+		Logger:      log,
+		Metadata:    canary.NewMetadata(canary.MetadataOptions{Recorder: rec, Logger: log}),
+		KubeAPI:     kube,
+		DNS:         canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Zone: o.zone, Outside: outsideIP, KubeAPI: kube4, Mirror: mirror}),
+		Outside:     canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: "outside"}),
+		Mirror:      canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: "package-mirror"}),
+		HostService: canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: "host-service"}),
+		// The proxy tunnels only to the addresses canary serve listens on.
+		Proxy:  canary.NewProxy(canary.ProxyOptions{Recorder: rec, Logger: log, Owned: func(a netip.Addr) bool { return slices.Contains(owned, a) }}),
+		Broker: broker,
+	}, nil
+}
+
+// listenAddr is the address of a listener's host:port (or bare address),
+// checked by checkListen.
+func listenAddr(addr string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return ap.Addr()
+	}
+	a, _ := netip.ParseAddr(addr)
+	return a
 }
 
 // newKubeToken makes a service-account token for the Kubernetes API canary

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/spf13/pflag"
 
 	"github.com/sandcheck/sandcheck/canary"
 )
@@ -220,5 +221,71 @@ func TestCanaryServeRefusesWildcard(t *testing.T) {
 	cmd.SetArgs([]string{"serve", "--hits", filepath.Join(t.TempDir(), "h"), "--dns", "0.0.0.0:" + strconv.Itoa(8053)})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--listen-any") {
 		t.Errorf("serving on 0.0.0.0 without --listen-any: %v, want a refusal naming --listen-any", err)
+	}
+}
+
+// TestCanaryServeOffersEveryService: `canary serve` has one address flag
+// per declared canary service (canary.Services), the table `run` starts
+// on its harness network (netharness TestHarnessServesEveryDeclaredCanary),
+// and no listener flag of its own.
+func TestCanaryServeOffersEveryService(t *testing.T) {
+	other := []string{"hits", "duration", "listen-any", "max-hits", "kube-token", "outside", "zone", "help"}
+	var listeners []string
+	canaryServeCmd().Flags().VisitAll(func(f *pflag.Flag) {
+		if !slices.Contains(other, f.Name) {
+			listeners = append(listeners, f.Name)
+		}
+	})
+	if want := canary.ServiceNames(); !slices.Equal(slices.Sorted(slices.Values(listeners)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("canary serve's listener flags are %v, the declared canaries %v", listeners, want)
+	}
+}
+
+// TestCanaryServeEveryService starts every declared service on loopback
+// through canary serve and finds each one's address printed.
+func TestCanaryServeEveryService(t *testing.T) {
+	args := []string{"serve", "--hits", filepath.Join(t.TempDir(), "hits"), "--duration", "20s"}
+	want := map[string]string{}
+	for _, name := range canary.ServiceNames() {
+		addr := freePort(t)
+		if name == "icmp" {
+			if os.Geteuid() != 0 {
+				args = append(args, "--icmp", "")
+				continue
+			}
+			addr = "127.0.0.1"
+		}
+		args = append(args, "--"+name, addr)
+		want[name] = addr
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cmd := canaryCmd()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(out.String(), "outside_addr:") && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("canary serve ended early: %v\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for name, addr := range want {
+		line := canaryPrintKey(name) + ": " + addr
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("canary serve did not print %q:\n%s", line, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "broker_token: scb") {
+		t.Errorf("canary serve did not print the broker's token:\n%s", out.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("canary serve: %v", err)
 	}
 }

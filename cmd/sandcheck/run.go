@@ -71,9 +71,11 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			} else if failRegr {
 				return harness(errors.New("--fail-on-regression needs --baseline"))
 			}
-			if _, err := cfg.NewGrader(); err != nil {
+			g, err := cfg.NewGrader()
+			if err != nil {
 				return harness(err)
 			}
+			cfg.Grader = g // compiled once: the run grades with it
 			if err := engine.CheckFormats(cfg.Formats); err != nil {
 				return harness(err)
 			}

@@ -219,6 +219,7 @@ func TestTargetSchemaMatchesParser(t *testing.T) {
 		{"volume", defs["volume"].(map[string]any), targets.Volume{}},
 		{"output", defs["output"].(map[string]any), targets.Output{}},
 		{"inputs", defs["inputs"].(map[string]any), targets.Inputs{}},
+		{"tasks", defs["tasks"].(map[string]any), targets.Tasks{}},
 		{"bwrap", defs["bwrap"].(map[string]any), targets.Bwrap{}},
 		{"limits", defs["limits"].(map[string]any), targets.Limits{}},
 		{"process", defs["process"].(map[string]any), targets.Process{}},

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -43,6 +44,12 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 	sort.Strings(v.Env)
 	v.State = "running"
 	if sb.First.Exited() {
+		// Nothing of the sandbox is left to read: what the kernel said
+		// while it lived (a task's view, read as it waited for its
+		// go-ahead), else only what the target asked.
+		if sb.taskView != nil {
+			v = *sb.taskView
+		}
 		v.State = "exited"
 		res, _ := sb.First.Wait(ctx)
 		v.ExitCode = res.ExitCode
@@ -85,6 +92,33 @@ func (sb *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 		v.NanoCPUs = quota * 1e9 / period
 	}
 	return v, nil
+}
+
+// taskExecWait bounds how long start waits for a task's command to be
+// exec'd before it reads the kernel's view of it.
+const taskExecWait = 5 * time.Second
+
+// waitTaskExec waits until the sandbox's workload is argv0, the task's
+// command (held at its go-ahead), so the view start reads is the task's
+// (its seccomp filter, capabilities, no_new_privs), not bwrap's still
+// setting it up.
+func (sb *Sandbox) waitTaskExec(ctx context.Context, argv0 string) error {
+	deadline := time.Now().Add(taskExecWait)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", workload(sb.childPID)))
+		if err == nil {
+			if first, _, _ := strings.Cut(string(b), "\x00"); first == argv0 {
+				return nil
+			}
+		}
+		if sb.First.Exited() {
+			return errors.New("the task ended before it could be inspected")
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the workload is not %s after %s", argv0, taskExecWait)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // workload is the sandbox's command: the first child of bwrap's init when

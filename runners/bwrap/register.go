@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sandcheck/sandcheck/netharness"
@@ -23,7 +24,8 @@ var (
 )
 
 // Open is the bwrap backend's runners.OpenFunc: the target's bwrap section
-// with what the run prepared added (its resolved mounts as binds, the
+// with what the run prepared added (its resolved mounts as binds, each
+// target path once, the
 // harness's tmpfs mounts, the expanded environment). Devices cannot be put
 // into a bwrap sandbox by this runner: a run that prepared some is refused.
 func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.Runner, error) {
@@ -44,7 +46,14 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 		m.Source = src
 		binds = append(binds, m)
 	}
-	cfg.Binds = append(binds, env.Mounts...)
+	// The run's resolved mounts hold the target's binds too (the engine
+	// plants honeyfiles in them); each target path is bound once.
+	for _, m := range env.Mounts {
+		if !slices.ContainsFunc(binds, func(b targets.Mount) bool { return b.Target == m.Target }) {
+			binds = append(binds, m)
+		}
+	}
+	cfg.Binds = binds
 	cfg.Tmpfs = append(append([]targets.Tmpfs(nil), cfg.Tmpfs...), env.Tmpfs...)
 	if env.Env != nil {
 		cfg.Env = env.Env

@@ -215,6 +215,10 @@ type Sandbox struct {
 	childPID int             // the sandbox's first process inside its namespaces (bwrap --info-fd)
 	binds    []targets.Mount // the target's binds and the probe folder
 	mounted  []string        // host bind mounts under state, to undo
+	// taskView is the kernel's view of a task sandbox, read at start while
+	// its task waits for its go-ahead: Inspect gives it once the task has
+	// ended and taken the sandbox with it.
+	taskView *runners.RuntimeView
 }
 
 // Start makes the sandbox's cgroup, state folder and network namespace and
@@ -304,6 +308,12 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		if err := sb.CheckHolder(ctx); err != nil {
 			return sb, err
 		}
+	} else if err := sb.waitTaskExec(ctx, spec.Command[0]); err != nil {
+		sb.Log.Debug("a task sandbox's command did not start in time to be inspected", "err", err)
+	} else if v, err := sb.Inspect(ctx); err == nil {
+		sb.taskView = &v
+	} else {
+		sb.Log.Debug("inspecting a task sandbox at start", "err", err)
 	}
 	sb.Log.Debug("sandbox ready", "pid", pid)
 	return sb, nil
