@@ -81,8 +81,11 @@ func TestTracerLosesNothingAtCatalogLoad(t *testing.T) {
 				t.Errorf("exit %d, want 0 (the reference passes)\n%s", r.code, r.stderr)
 			}
 			tr := rec.Tracer
-			if tr == nil || tr.Status != evidence.TracerOn {
-				t.Fatalf("tracer %+v, want status %s", tr, evidence.TracerOn)
+			if tr == nil {
+				t.Fatal("the record has no tracer section")
+			}
+			if tr.Status != evidence.TracerOn {
+				t.Errorf("tracer status %s (%s), lost %v: want %s", tr.Status, tr.Reason, tr.Lost, evidence.TracerOn)
 			}
 			for kind, n := range tr.Lost {
 				if n != 0 {
