@@ -224,19 +224,40 @@ func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canar
 		}
 		if ev.Addr != nil && ev.Addr.Addr.IsValid() && !slices.Contains(canaries, ev.Addr.Addr.String()) && !ev.Addr.Addr.IsLoopback() {
 			items = append(items, evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-connect",
-				Summary: fmt.Sprintf("the kernel saw %s to %s, a non-canary address (result %s)", ev.Syscall, ev.Addr, result(ev)),
-				Data:    map[string]string{"syscall": ev.Syscall, "family": ev.Addr.Family, "address": ev.Addr.String(), "result": result(ev)}})
+				Summary: fmt.Sprintf("the kernel saw %s to %s, a non-canary address (result %s%s)", ev.Syscall, ev.Addr, result(ev), times(ev)),
+				Data: map[string]string{"syscall": ev.Syscall, "family": ev.Addr.Family, "address": ev.Addr.String(), "result": result(ev),
+					"calls": fmt.Sprint(max(ev.Calls, 1))}})
 			continue
 		}
 		if len(notable) < 10 && ev.Addr == nil {
-			notable = append(notable, strings.TrimSpace(fmt.Sprintf("%s %s = %s", ev.Syscall, ev.Path, result(ev))))
+			call := ev.Syscall
+			if ev.Path != "" {
+				call += " " + ev.Path
+			}
+			notable = append(notable, fmt.Sprintf("%s = %s%s", call, result(ev), times(ev)))
 		}
 	}
 	if len(notable) > 0 {
 		items = append(items, evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-events",
 			Summary: "privileged calls and sensitive opens: " + strings.Join(notable, "; ")})
 	}
+	if len(tree.Unitemized) > 0 {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(tree.Unitemized)) {
+			parts = append(parts, fmt.Sprintf("%s x%d", name, tree.Unitemized[name]))
+		}
+		items = append(items, evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-unitemized",
+			Summary: "privileged calls, sensitive opens and sends the kernel counted past the probe's event budget, without their arguments: " + strings.Join(parts, ", ")})
+	}
 	return items
+}
+
+// times renders how many alike calls an event stands for, when more than one.
+func times(ev tracer.Event) string {
+	if ev.Calls > 1 {
+		return fmt.Sprintf(", x%d", ev.Calls)
+	}
+	return ""
 }
 
 func result(ev tracer.Event) string {

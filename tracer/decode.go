@@ -25,6 +25,9 @@ const (
 	maxSlots     = 32
 	noSlot       = 0xffffffff
 	fastSyscalls = 512
+	// budgetNr and treeEvents mirror BUDGET_NR and TREE_EVENTS.
+	budgetNr   = 0xffffffff
+	treeEvents = 1024
 )
 
 // decode turns one ring-buffer record into the watched namespace and the
@@ -50,6 +53,10 @@ func decode(raw []byte) (uint32, Event, error) {
 		ev.Kind, ev.ExitCode = KindExit, int(r.Ret)
 	case evSyscall:
 		ev.Kind, ev.Syscall, ev.Ret, ev.Errno, ev.Args = KindSyscall, SyscallName(int(r.Nr)), r.Ret, errnoName(r.Ret), r.Args
+		ev.Calls = 1
+		if r.Other == 1 {
+			ev.sig = &tracerSigKey{Ns: r.Ns, Root: r.Root, Nr: uint32(r.Nr), Err: sigErr(r.Ret), Disc: r.Disc}
+		}
 		switch ev.Syscall {
 		case "connect", "sendto", "sendmsg":
 			ev.Addr = sockaddr(r.Data[:min(int(r.Len), len(r.Data))])
@@ -60,6 +67,15 @@ func decode(raw []byte) (uint32, Event, error) {
 		return 0, Event{}, fmt.Errorf("unknown event kind %d", r.Kind)
 	}
 	return r.Ns, ev, nil
+}
+
+// sigErr is a result as the kernel side keys it: the errno (negative), or 0
+// for any success.
+func sigErr(ret int64) int32 {
+	if ret < 0 && ret >= -4095 {
+		return int32(ret)
+	}
+	return 0
 }
 
 // sockaddr parses a struct sockaddr as the process passed it.

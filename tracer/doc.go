@@ -30,8 +30,16 @@
 // here): one instead of four is most of what makes the tracer cheap.
 // Opened paths are matched against the sensitive prefixes in the same array
 // before any ring-buffer room is taken. Only rare events go through the ring
-// buffer, and every event the kernel could not deliver is counted in [Lost],
-// never silently dropped.
+// buffer: exec, fork and exit, and the first call of each kind of the
+// interesting syscalls (same tree, syscall, result and key argument: the
+// destination, the path, or the first argument such as ptrace's request).
+// The later calls of a kind only add to its count in a bounded hash, read
+// into the first event's Calls when the watch reports, and each tree streams
+// at most 1024 syscall events (kinds past that are counted, by syscall, in
+// [Tree].Unitemized). gVisor's sentry, which drives its stubs with tens of
+// thousands of ptrace calls a run, thus costs a few events, not a flood.
+// Every event the kernel could not deliver is counted in [Lost], never
+// silently dropped.
 //
 // The BPF objects are built by bpf2go from bpf/tracer.c (`make generate`) and
 // committed. Nothing is pinned: closing the Tracer, or the process ending for

@@ -73,8 +73,14 @@ type Tree struct {
 	// Syscalls are the tree's syscalls by name.
 	Syscalls map[string]Count `json:"syscalls"`
 	// Events are the tree's exec, fork, exit and interesting syscall events,
-	// in the order the kernel emitted them.
+	// in the order the kernel emitted them. A syscall event is the first
+	// call of its kind (same syscall, result and key argument); its Calls
+	// counts the later ones too.
 	Events []Event `json:"events,omitempty"`
+	// Unitemized counts, by syscall, the interesting calls the kernel
+	// counted without an event here: kinds first seen after the tree had
+	// streamed its budget of 1024 syscall events, or whose event was lost.
+	Unitemized map[string]uint64 `json:"unitemized,omitempty"`
 }
 
 // Watch scopes.
@@ -151,10 +157,18 @@ type Event struct {
 	Comm  string `json:"comm"`
 	// Syscall, Ret and Errno describe a syscall event; Args are its raw
 	// arguments.
-	Syscall string    `json:"syscall,omitempty"`
-	Ret     int64     `json:"ret,omitempty"`
-	Errno   string    `json:"errno,omitempty"`
-	Args    [6]uint64 `json:"args,omitzero"`
+	Syscall string `json:"syscall,omitempty"`
+	// Calls is how many calls a syscall event stands for: itself and the
+	// tree's later calls of the same syscall with the same result (errno,
+	// or success) and key argument (the destination for connect, sendto and
+	// sendmsg, the path for opens, the first argument otherwise: ptrace's
+	// request, setuid's uid), which the kernel counts without streaming.
+	Calls uint64 `json:"calls,omitempty"`
+	// sig is the kernel's key for the event's kind, when it counts alikes.
+	sig   *tracerSigKey
+	Ret   int64     `json:"ret,omitempty"`
+	Errno string    `json:"errno,omitempty"`
+	Args  [6]uint64 `json:"args,omitzero"`
 	// Path is the exec'd file or the sensitive path opened.
 	Path string `json:"path,omitempty"`
 	// Argv is an exec's arguments.
@@ -210,6 +224,9 @@ func (e Event) String() string {
 			fmt.Fprintf(&b, " = %s", e.Errno)
 		} else {
 			fmt.Fprintf(&b, " = %d", e.Ret)
+		}
+		if e.Calls > 1 {
+			fmt.Fprintf(&b, " (x%d)", e.Calls)
 		}
 	}
 	return b.String()

@@ -107,10 +107,16 @@ func TestKnownSequenceCountsAndErrnos(t *testing.T) {
 	if rep.Lost.Any() {
 		t.Errorf("lost: %+v", rep.Lost)
 	}
-	var sawExec, sawOpen, sawConnect, sawUnshare bool
+	var sawExec, sawOpen, sawConnect, sawUnshare, sawSetns bool
 	for _, tree := range rep.Trees {
 		for _, ev := range tree.Events {
 			switch {
+			case ev.Kind == KindSyscall && ev.Syscall == "setns":
+				// Seven alike calls: one event, counted seven times.
+				if sawSetns || ev.Calls != 7 || ev.Errno != "EBADF" {
+					t.Errorf("setns: %s, want one event for its 7 calls failing with EBADF", ev)
+				}
+				sawSetns = true
 			case ev.Kind == KindExec && ev.Path == bin:
 				sawExec = len(ev.Argv) == 2 && ev.Argv[1] == "seccomp"
 			case ev.Kind == KindSyscall && ev.Syscall == "openat" && ev.Path == "/etc/shadow.sandcheck-test":
@@ -124,9 +130,9 @@ func TestKnownSequenceCountsAndErrnos(t *testing.T) {
 			}
 		}
 	}
-	if !sawExec || !sawOpen || !sawConnect || !sawUnshare {
-		t.Errorf("events: exec %t, sensitive open %t, connect 127.0.0.1:9 %t, unshare %t; all should be seen\n%s",
-			sawExec, sawOpen, sawConnect, sawUnshare, dump(rep))
+	if !sawExec || !sawOpen || !sawConnect || !sawUnshare || !sawSetns {
+		t.Errorf("events: exec %t, sensitive open %t, connect 127.0.0.1:9 %t, unshare %t, setns %t; all should be seen\n%s",
+			sawExec, sawOpen, sawConnect, sawUnshare, sawSetns, dump(rep))
 	}
 }
 
@@ -263,4 +269,54 @@ func dump(r *Report) string {
 		}
 	}
 	return b.String()
+}
+
+// TestAlikeCallsCountedInKernel makes more kinds of interesting calls (opens
+// of distinct sensitive paths, twice each) than a tree may stream: the first
+// of each kind is an event standing for both calls, the kinds past the
+// tree's budget are counted without an event, and nothing is lost.
+func TestAlikeCallsCountedInKernel(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	const kinds = 1500
+	cmd, goAhead := startInNewPidNS(t, bin, "wait", "kinds", strconv.Itoa(kinds))
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	goAhead()
+	rep := finish(t, cmd, w)
+	if rep.Lost.Any() {
+		t.Errorf("lost: %+v", rep.Lost)
+	}
+	var streamed, itemized, calls uint64
+	var unitemized uint64
+	for _, tree := range rep.Trees {
+		unitemized += tree.Unitemized["openat"]
+		for _, ev := range tree.Events {
+			if ev.Kind != KindSyscall {
+				continue
+			}
+			streamed++
+			if ev.Syscall == "openat" && strings.HasPrefix(ev.Path, "/etc/shadow.sandcheck-kinds-") {
+				itemized++
+				calls += ev.Calls
+				if ev.Calls != 2 || ev.Errno != "ENOENT" {
+					t.Errorf("%s: want one event for its 2 calls, failing with ENOENT", ev)
+				}
+			}
+		}
+	}
+	if streamed > treeEvents {
+		t.Errorf("the tree streamed %d syscall events, past its budget of %d", streamed, treeEvents)
+	}
+	if itemized < treeEvents-16 {
+		t.Errorf("only %d kinds itemized, want about the budget (%d)", itemized, treeEvents)
+	}
+	if calls+unitemized != 2*kinds {
+		t.Errorf("itemized opens stand for %d calls, unitemized %d: want %d in all", calls, unitemized, 2*kinds)
+	}
+	if c := rep.Syscalls()["openat"]; c.Calls < 2*kinds {
+		t.Errorf("openat counted %+v, want at least %d calls", c, 2*kinds)
+	}
 }

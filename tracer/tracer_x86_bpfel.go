@@ -53,6 +53,7 @@ type tracerEvent struct {
 	Nr    int64
 	Ret   int64
 	Args  [6]uint64
+	Disc  uint64
 	Len   uint32
 	Comm  [16]int8
 	Data  [512]uint8
@@ -94,6 +95,22 @@ type tracerPrefix struct {
 	S   [64]int8
 }
 
+type tracerSigKey struct {
+	_    structs.HostLayout
+	Ns   uint32
+	Root uint32
+	Nr   uint32
+	Err  int32
+	Disc uint64
+}
+
+type tracerSigVal struct {
+	_        structs.HostLayout
+	Calls    uint64
+	Streamed uint32
+	Pad      uint32
+}
+
 type tracerSlotCounts struct {
 	_ structs.HostLayout
 	C [512]tracerFastCount
@@ -127,6 +144,7 @@ const (
 	tracerMapMarks       = "marks"
 	tracerMapOwners      = "owners"
 	tracerMapSandboxes   = "sandboxes"
+	tracerMapSigs        = "sigs"
 	tracerMapStats       = "stats"
 	tracerProgScExec     = "sc_exec"
 	tracerProgScExit     = "sc_exit"
@@ -196,6 +214,7 @@ type tracerMapSpecs struct {
 	Marks      *ebpf.MapSpec `ebpf:"marks"`
 	Owners     *ebpf.MapSpec `ebpf:"owners"`
 	Sandboxes  *ebpf.MapSpec `ebpf:"sandboxes"`
+	Sigs       *ebpf.MapSpec `ebpf:"sigs"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
 }
 
@@ -235,6 +254,7 @@ type tracerMaps struct {
 	Marks      *ebpf.Map `ebpf:"marks"`
 	Owners     *ebpf.Map `ebpf:"owners"`
 	Sandboxes  *ebpf.Map `ebpf:"sandboxes"`
+	Sigs       *ebpf.Map `ebpf:"sigs"`
 	Stats      *ebpf.Map `ebpf:"stats"`
 }
 
@@ -248,6 +268,7 @@ func (m *tracerMaps) Close() error {
 		m.Marks,
 		m.Owners,
 		m.Sandboxes,
+		m.Sigs,
 		m.Stats,
 	)
 }

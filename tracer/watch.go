@@ -205,6 +205,10 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	sigs, err := w.sigs()
+	if err != nil {
+		return nil, err
+	}
 	lost, err := w.t.Lost()
 	if err != nil {
 		return nil, err
@@ -231,6 +235,7 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 		}
 		t.Events = append(t.Events, ev)
 	}
+	applySigs(r, sigs)
 	return r, nil
 }
 
@@ -362,6 +367,7 @@ func (w *Watch) Close() (*Report, error) {
 	if _, err := w.counts(nil, true); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, w.dropSigs())
 	zero := make([]tracerSlotCounts, ebpf.MustPossibleCPU())
 	for _, slot := range disowned {
 		if err := w.t.objs.FastCounts.Put(slot, zero); err != nil {

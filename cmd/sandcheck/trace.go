@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -203,6 +204,19 @@ func printTrace(w io.Writer, r *tracer.Report, status int, dur time.Duration, ma
 			break
 		}
 		fmt.Fprintf(w, "  %s\n", ev)
+	}
+	unitemized := map[string]uint64{}
+	for _, t := range r.Trees {
+		for n, c := range t.Unitemized {
+			unitemized[n] += c
+		}
+	}
+	if len(unitemized) > 0 {
+		var parts []string
+		for _, n := range slices.Sorted(maps.Keys(unitemized)) {
+			parts = append(parts, fmt.Sprintf("%s x%d", n, unitemized[n]))
+		}
+		fmt.Fprintf(w, "counted without an event (past a process tree's budget of events): %s\n", strings.Join(parts, ", "))
 	}
 	if r.Lost.Any() {
 		fmt.Fprintf(w, "LOST: %d events, %d processes, %d counts, %d capped: the report is incomplete\n", r.Lost.Events, r.Lost.Tasks, r.Lost.Counts, r.Lost.Capped)

@@ -25,9 +25,10 @@
  * children. A tree's syscall counts go to a per-CPU array slot indexed by
  * syscall number; trees past MAX_SLOTS, and syscall numbers past
  * FAST_SYSCALLS, go to a per-CPU hash keyed by (namespace, root, syscall).
- * Only rare events (exec, fork, exit, and the syscalls worth their
- * arguments) go through the ring buffer, and a full ring buffer is counted,
- * never silent. */
+ * Only rare events (exec, fork, exit, and the first call of each kind of
+ * the syscalls worth their arguments) go through the ring buffer; the later
+ * calls of a kind are counted in a hash, and each tree streams a bounded
+ * number of syscall events. A full ring buffer is counted, never silent. */
 #include "types.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -77,6 +78,16 @@ struct {
 	__type(key, struct count_key);
 	__type(value, struct count_val);
 } counts SEC(".maps");
+
+/* Event-worthy calls by kind, and each tree's streamed events: what is not
+ * itemized in the ring buffer is counted here, read and cleared by user
+ * space when the watch closes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SIGS);
+	__type(key, struct sig_key);
+	__type(value, struct sig_val);
+} sigs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -132,6 +143,7 @@ static __always_inline struct event *reserve(u32 kind, const struct task_info *t
 	ev->other = 0;
 	ev->nr = -1;
 	ev->ret = 0;
+	ev->disc = 0;
 	for (int i = 0; i < 6; i++)
 		ev->args[i] = 0;
 	ev->len = 0;
@@ -294,6 +306,51 @@ static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
 	return 0;
 }
 
+/* hash_bytes hashes the first len bytes of b (at most PATH_BYTES), a word at
+ * a time: what tells one path or address from another in a sig_key. */
+static __always_inline u64 hash_bytes(const char *b, u32 len)
+{
+	u64 h = 0xcbf29ce484222325ULL ^ len;
+	for (u32 i = 0; i < PATH_BYTES / 8; i++) {
+		if (i * 8 >= len)
+			break;
+		u64 w = *(const u64 *)(b + i * 8);
+		u32 left = len - i * 8;
+		if (left < 8)
+			w &= (1ULL << (left * 8)) - 1;
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* take_budget says whether a tree may stream one more syscall event, and
+ * counts it when so. Past TREE_EVENTS its new kinds of calls are still
+ * counted in sigs, just not itemized. */
+static __always_inline u32 take_budget(const struct task_info *ti)
+{
+	struct sig_key bk = {.ns = ti->ns, .root = ti->root, .nr = BUDGET_NR};
+	struct sig_val *b = bpf_map_lookup_elem(&sigs, &bk);
+	if (!b) {
+		struct sig_val one = {.calls = 1};
+		if (bpf_map_update_elem(&sigs, &bk, &one, BPF_NOEXIST) == 0)
+			return 1;
+		b = bpf_map_lookup_elem(&sigs, &bk);
+		if (!b)
+			return 1; /* sigs is full: stream, as without it */
+	}
+	if (b->calls >= TREE_EVENTS)
+		return 0;
+	__sync_fetch_and_add(&b->calls, 1);
+	return 1;
+}
+
+/* syscall_event handles an event-worthy call: the first of its kind in its
+ * tree (same syscall, result and key argument) goes to the ring buffer with
+ * its arguments, the later ones only add to its count in sigs. A process
+ * that repeats itself (gVisor's sentry drives its stubs with tens of
+ * thousands of ptrace calls per run) thus costs a hash update per call, not
+ * an event. */
 static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
 					  const struct cpu_hot *g, struct cpu_hot *h)
 {
@@ -323,6 +380,7 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		addr = m.msg_name;
 		addrlen = m.msg_namelen;
 	}
+	u64 disc = a[0];
 	long pathlen = 0;
 	if (nr == 2 || nr == 257 || nr == 437) {
 		/* Most opens are not sensitive: decide before taking ring-buffer
@@ -331,19 +389,46 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		pathlen = bpf_probe_read_user_str(h->path, PATH_BYTES, path);
 		if (pathlen <= 0 || !sensitive(g, h->path))
 			return;
+		disc = hash_bytes(h->path, pathlen);
+	} else if (nr == 42 || nr == 44 || nr == 46) {
+		if (addrlen > SOCKADDR_BYTES)
+			addrlen = SOCKADDR_BYTES;
+		if (bpf_probe_read_user(h->path, addrlen & (SOCKADDR_BYTES - 1) ?: (addrlen ? SOCKADDR_BYTES : 0), addr) != 0)
+			addrlen = 0;
+		disc = hash_bytes(h->path, addrlen);
 	}
+	struct sig_key key = {.ns = ti->ns, .root = ti->root, .nr = nr, .err = (ret < 0 && ret >= -4095) ? ret : 0, .disc = disc};
+	struct sig_val *v = bpf_map_lookup_elem(&sigs, &key);
+	if (v) {
+		__sync_fetch_and_add(&v->calls, 1);
+		return;
+	}
+	struct sig_val first = {.calls = 1, .streamed = take_budget(ti)};
+	u32 aggregated = 1;
+	if (bpf_map_update_elem(&sigs, &key, &first, BPF_NOEXIST) != 0) {
+		v = bpf_map_lookup_elem(&sigs, &key);
+		if (v) { /* another CPU's call of the same kind came first */
+			__sync_fetch_and_add(&v->calls, 1);
+			return;
+		}
+		/* sigs is full: stream each call, as without it. */
+		aggregated = 0;
+		first.streamed = 1;
+	}
+	if (!first.streamed)
+		return;
 	struct event *ev = reserve(EV_SYSCALL, ti, id >> 32, (u32)id);
 	if (!ev)
 		return;
 	ev->nr = nr;
 	ev->ret = ret;
+	ev->other = aggregated;
+	ev->disc = disc;
 	for (int i = 0; i < 6; i++)
 		ev->args[i] = a[i];
 	if (nr == 42 || nr == 44 || nr == 46) {
-		if (addrlen > SOCKADDR_BYTES)
-			addrlen = SOCKADDR_BYTES;
-		if (bpf_probe_read_user(ev->data, addrlen & (SOCKADDR_BYTES - 1) ?: (addrlen ? SOCKADDR_BYTES : 0), addr) == 0)
-			ev->len = addrlen;
+		__builtin_memcpy(ev->data, h->path, SOCKADDR_BYTES);
+		ev->len = addrlen;
 	} else if (pathlen > 0) {
 		__builtin_memcpy(ev->data, h->path, PATH_BYTES);
 		ev->len = pathlen;

@@ -18,6 +18,9 @@
 #define HOT_TASKS 8       /* per CPU: recent tasks' membership */
 #define HOT_COUNTS 32     /* per CPU: recent (tree, syscall) counters */
 #define HOT_UNWATCHED 0xfffffffe /* a cached "not watched" */
+#define MAX_SIGS 16384    /* distinct event-worthy calls counted in the kernel */
+#define TREE_EVENTS 1024  /* syscall events one tree may stream */
+#define BUDGET_NR 0xffffffff /* a sig_key.nr: the tree's streamed events */
 
 enum event_kind {
 	EV_EXEC = 1,
@@ -115,6 +118,24 @@ struct count_key {
 	u32 pad;
 };
 
+/* What makes event-worthy calls of one tree alike: the syscall, its result
+ * (an errno, or 0 for any success) and a key argument (disc: a sockaddr's or
+ * a path's hash, or the first argument). Only the first call of a kind is
+ * streamed; the rest are counted in the kernel. */
+struct sig_key {
+	u32 ns;
+	u32 root;
+	u32 nr;
+	s32 err;
+	u64 disc;
+};
+
+struct sig_val {
+	u64 calls;    /* calls of this kind (or, for BUDGET_NR, events streamed) */
+	u32 streamed; /* 1: the first call went to the ring buffer */
+	u32 pad;
+};
+
 struct count_val {
 	u64 calls;
 	u64 ok;
@@ -138,10 +159,12 @@ struct event {
 	u32 root;
 	u32 tgid;
 	u32 pid;
-	u32 other; /* fork: child tgid; exec: 1 when the process is a new root */
+	u32 other; /* fork: child tgid; exec: 1 when the process is a new root;
+		    * syscall: 1 when its later alikes are counted in sigs */
 	s64 nr;
 	s64 ret; /* syscall: return value; exit: exit code */
 	u64 args[6];
+	u64 disc; /* syscall: the key argument its sig_key holds */
 	u32 len; /* bytes of data used (exec: argv bytes after the path) */
 	char comm[16];
 	u8 data[PATH_BYTES + ARGV_BYTES];

@@ -19,6 +19,10 @@
 //	                   as a search through a source tree would (getdents64,
 //	                   openat, read until EOF, close); prints wall and CPU
 //	                   nanoseconds
+//	sysloop kinds N    opens N distinct missing files under
+//	                   /etc/shadow.sandcheck-kinds- twice each (ENOENT):
+//	                   more kinds of interesting calls than a tree may
+//	                   stream
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
@@ -75,6 +79,13 @@ func main() {
 	case "mix":
 		n, _ := strconv.Atoi(os.Args[2])
 		mix(n)
+	case "kinds":
+		n, _ := strconv.Atoi(os.Args[2])
+		for i := range n {
+			for range 2 {
+				unix.Open(fmt.Sprintf("%s%d", kindsPrefix, i), unix.O_RDONLY, 0)
+			}
+		}
 	case "tree":
 		n, _ := strconv.Atoi(os.Args[2])
 		if err := layTree(treeDir); err != nil {
@@ -179,6 +190,9 @@ func mix(n int) {
 }
 
 const treeDir = "/sysloop-tree"
+
+// kindsPrefix starts the missing paths "kinds" opens: a sensitive prefix.
+const kindsPrefix = "/etc/shadow.sandcheck-kinds-"
 
 // layTree writes the tree walkTree reads, unless it is there already.
 func layTree(dir string) error {

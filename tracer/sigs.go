@@ -1,0 +1,88 @@
+//go:build linux && amd64
+
+package tracer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// sigs reads the kernel's counts of the watch's interesting calls by kind
+// (bpf/tracer.c: sigs), without the trees' budget entries.
+func (w *Watch) sigs() (map[tracerSigKey]tracerSigVal, error) {
+	var (
+		k tracerSigKey
+		v tracerSigVal
+	)
+	out := map[tracerSigKey]tracerSigVal{}
+	it := w.t.objs.Sigs.Iterate()
+	for it.Next(&k, &v) {
+		if k.Ns == w.ns && k.Nr != budgetNr {
+			out[k] = v
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading the counts of interesting calls: %w", err)
+	}
+	return out, nil
+}
+
+// dropSigs deletes the watch's entries, budgets included, from the kernel's
+// map of interesting calls.
+func (w *Watch) dropSigs() error {
+	var (
+		k    tracerSigKey
+		v    tracerSigVal
+		mine []tracerSigKey
+	)
+	it := w.t.objs.Sigs.Iterate()
+	for it.Next(&k, &v) {
+		if k.Ns == w.ns {
+			mine = append(mine, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("clearing the counts of interesting calls: %w", err)
+	}
+	for _, k := range mine {
+		if err := w.t.objs.Sigs.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("clearing the counts of interesting calls: %w", err)
+		}
+	}
+	return nil
+}
+
+// applySigs sets each kept syscall event's Calls from the kernel's count of
+// its kind, and counts the kinds no kept event stands for in their tree's
+// Unitemized.
+func applySigs(r *Report, sigs map[tracerSigKey]tracerSigVal) {
+	itemized := map[tracerSigKey]bool{}
+	for _, t := range r.Trees {
+		for i := range t.Events {
+			ev := &t.Events[i]
+			if ev.sig == nil {
+				continue
+			}
+			if v, ok := sigs[*ev.sig]; ok && !itemized[*ev.sig] {
+				ev.Calls = v.Calls
+				itemized[*ev.sig] = true
+			}
+		}
+	}
+	for k, v := range sigs {
+		if itemized[k] {
+			continue
+		}
+		t := r.Trees[k.Root]
+		if t == nil {
+			t = &Tree{Root: k.Root, Syscalls: map[string]Count{}}
+			r.Trees[k.Root] = t
+		}
+		if t.Unitemized == nil {
+			t.Unitemized = map[string]uint64{}
+		}
+		t.Unitemized[SyscallName(int(k.Nr))] += v.Calls
+	}
+}
