@@ -526,6 +526,9 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	if e.net != nil {
 		e.net.FillParams(&p)
 	}
+	if f, ok := e.runner.(runners.ParamsFiller); ok {
+		f.FillParams(&p)
+	}
 	if phase != "" {
 		p.Marker, p.Phase = marker, phase
 	}

@@ -1,6 +1,10 @@
 package runners
 
-import "context"
+import (
+	"context"
+
+	"github.com/sandcheck/sandcheck/probes"
+)
 
 // The optional interfaces below are discovered by type assertion: a backend
 // implements those it can honour and nothing else, so the engine never calls
@@ -26,4 +30,13 @@ type HarnessNetworkUser interface {
 type HostPIDer interface {
 	// HostPID is the host PID of the sandbox's init.
 	HostPID(ctx context.Context) (int, error)
+}
+
+// ParamsFiller is implemented by runners whose platform has addresses of its
+// own that probes are about (the kubernetes runner: the cluster's API server
+// and kubelets, as the cluster names them).
+type ParamsFiller interface {
+	// FillParams sets the platform's fields of a probe invocation's
+	// parameters.
+	FillParams(p *probes.Params)
 }
