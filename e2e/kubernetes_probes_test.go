@@ -71,3 +71,43 @@ func TestKubernetesProbesControls(t *testing.T) {
 	}
 	assertClusterClean(t)
 }
+
+// TestKubernetesProbesScoped holds the API probes to their reasons on a
+// platform between the controls (fixtures/kubernetes/scoped.yaml): the
+// token is mounted and may create pods, but RBAC refuses the secrets list
+// and the namespace quota the oversized pod, so each of those is blocked
+// for its own reason, not for want of a token.
+func TestKubernetesProbesScoped(t *testing.T) {
+	kubeconfig(t)
+	r := sandcheck(t, "run", "--target", "fixtures/kubernetes/scoped.yaml", "--probes", "kubernetes.*", "--trace=false", "-v")
+	rec := r.mustRecord(t)
+	if r.code == 2 {
+		t.Fatalf("harness error (exit 2):\n%s\n%s", r.stdout, r.stderr)
+	}
+	want := map[string]struct {
+		outcome probes.Outcome
+		detail  string
+	}{
+		"kubernetes.sa-token-api":      {probes.Escaped, "authenticates to the API server"},
+		"kubernetes.rbac-list-secrets": {probes.Blocked, "HTTP 403"},
+		"kubernetes.rbac-create-pods":  {probes.Escaped, "dry run was admitted"},
+		"kubernetes.quota-escape":      {probes.Blocked, "exceeded quota"},
+	}
+	seen := 0
+	for i, res := range rec.Results {
+		w, ok := want[res.Probe]
+		if !ok {
+			continue
+		}
+		seen++
+		if eff := rec.Effective(i); eff != w.outcome || !strings.Contains(res.Detail, w.detail) {
+			t.Errorf("%s: %s (%s), want %s naming %q", res.Probe, eff, res.Detail, w.outcome, w.detail)
+		} else {
+			t.Logf("%s: %s: %s", res.Probe, eff, res.Detail)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d API probes have a result", seen, len(want))
+	}
+	assertClusterClean(t)
+}
