@@ -568,8 +568,8 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	if e.net != nil {
 		e.net.FillParams(&p)
 	}
-	if pp, ok := e.runner.(runners.PlatformPeers); ok {
-		pp.FillParams(&p)
+	if f, ok := e.runner.(runners.ParamsFiller); ok {
+		f.FillParams(&p)
 	}
 	if phase != "" {
 		p.Marker, p.Phase = marker, phase

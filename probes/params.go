@@ -61,6 +61,18 @@ type Params struct {
 	// (HTTPS, on its bridge), where the cluster DNS names of the API server
 	// lead. Empty means none: the probe then sends nothing.
 	KubeAPIAddr string `json:"kube_api_addr,omitempty"`
+	// KubeAPIServerAddr is IPv4:port of the real API server of the
+	// Kubernetes cluster the sandbox runs in, as the kubernetes runner reads
+	// it from its kubeconfig (the cluster's own address, never a guess).
+	// Empty means none: the kubernetes probes then send nothing to it.
+	KubeAPIServerAddr string `json:"kube_apiserver_addr,omitempty"`
+	// KubeletAddrs are IPv4:port of the kubelets of the nodes the sandbox
+	// may run on, as the cluster reports them (each node's InternalIP and
+	// kubelet endpoint port). Empty means none.
+	KubeletAddrs []string `json:"kubelet_addrs,omitempty"`
+	// KubeNodeNames are the names of the nodes the sandbox may run on, for
+	// a probe to recognise one where the box should not learn it.
+	KubeNodeNames []string `json:"kube_node_names,omitempty"`
 	// GatewayAddr is the IPv4 address of the sandbox network's gateway, the
 	// host's own side, where the harness runs token-recording listeners for
 	// host services. Empty means none: the probe then sends nothing.

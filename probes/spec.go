@@ -161,7 +161,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // The closed vocabularies. A name outside them is an error in the catalog.
 var (
 	Categories = []string{"metadata", "secrets", "host", "privilege", "syscalls", "egress",
-		"resources", "persistence", "output", "teardown", "attribution", "fingerprint", "workload"}
+		"resources", "persistence", "output", "teardown", "attribution", "fingerprint", "workload", "kubernetes"}
 	Criteria = []string{"no-ambient-cloud-identity", "no-host-mount", "bounded-resources",
 		"default-deny-egress", "immutable-approved-base", "isolated-scratch", "controlled-output",
 		"attributable-policy", "verified-teardown", "hardened-runtime", "usability"}

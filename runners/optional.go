@@ -42,8 +42,8 @@ type PlatformPeers interface {
 	// Prepare makes what the selected probes need; an error is the
 	// platform's and ends the run as a harness error.
 	Prepare(ctx context.Context, selected []probes.Spec) error
-	// FillParams adds the peers' addresses to a probe's parameters.
-	FillParams(p *probes.Params)
+	// ParamsFiller adds the peers' addresses to a probe's parameters.
+	ParamsFiller
 	// ClosePeers removes what Prepare made; calling it twice is safe.
 	ClosePeers(ctx context.Context) error
 }
@@ -66,4 +66,13 @@ type HostFinding struct {
 	Summary string
 	// Data are the facts behind it.
 	Data map[string]string
+}
+
+// ParamsFiller is implemented by runners whose platform has addresses of its
+// own that probes are about (the kubernetes runner: the cluster's API server
+// and kubelets, as the cluster names them).
+type ParamsFiller interface {
+	// FillParams sets the platform's fields of a probe invocation's
+	// parameters.
+	FillParams(p *probes.Params)
 }

@@ -236,7 +236,7 @@ func checkAddrs(p probes.Params) error {
 		}
 	}
 	for name, v := range map[string]string{"resolver_addr": p.ResolverAddr, "other_resolver_addr": p.OtherResolverAddr, "mirror_addr": p.MirrorAddr, "dns_alt_addr": p.DNSAltAddr,
-		"ecs_addr": p.ECSAddr, "alibaba_addr": p.AlibabaAddr, "dot_addr": p.DoTAddr, "doh_addr": p.DoHAddr, "proxy_addr": p.ProxyAddr, "broker_addr": p.BrokerAddr, "kube_api_addr": p.KubeAPIAddr,
+		"ecs_addr": p.ECSAddr, "alibaba_addr": p.AlibabaAddr, "dot_addr": p.DoTAddr, "doh_addr": p.DoHAddr, "proxy_addr": p.ProxyAddr, "broker_addr": p.BrokerAddr, "kube_api_addr": p.KubeAPIAddr, "kube_apiserver_addr": p.KubeAPIServerAddr,
 		"neighbour_execd_addr": p.NeighbourExecdAddr, "ip_canary_addr": p.IPCanaryAddr} {
 		if v == "" {
 			continue
@@ -253,6 +253,16 @@ func checkAddrs(p probes.Params) error {
 	if v := p.Metadata6Addr; v != "" {
 		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is6() || ap.Addr().Is4In6() || ap.Addr().Zone() != "" {
 			return fmt.Errorf("metadata6_addr must be [IPv6]:PORT, not %q", v)
+		}
+	}
+	for _, v := range p.KubeletAddrs {
+		if ap, err := netip.ParseAddrPort(v); err != nil || !ap.Addr().Is4() {
+			return fmt.Errorf("kubelet_addrs must hold IPv4:PORT, not %q", v)
+		}
+	}
+	for _, v := range p.KubeNodeNames {
+		if len(v) > 253 || !zonePattern.MatchString(v) {
+			return fmt.Errorf("kube_node_names must hold lower-case DNS names, not %q", v)
 		}
 	}
 	if p.DNSZone != "" && !zonePattern.MatchString(p.DNSZone) {

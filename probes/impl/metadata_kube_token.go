@@ -13,8 +13,7 @@ import (
 )
 
 // serviceAccountPaths are where the kubelet mounts a pod's service-account
-// token; /run is tried too for images whose /var/run is a link (the probe
-// never follows one).
+// token; /run is tried too for images without /var/run.
 var serviceAccountPaths = []string{
 	"/var/run/secrets/kubernetes.io/serviceaccount/token",
 	"/run/secrets/kubernetes.io/serviceaccount/token",
@@ -27,8 +26,10 @@ func init() {
 }
 
 // k8sServiceAccount reads the Kubernetes service-account token files a pod
-// gets by default (automountServiceAccountToken), bounded and never through
-// a link, and reports whether a token was readable with a proof of it. It
+// gets by default (automountServiceAccountToken), bounded, following the
+// box's own links (the kubelet mounts the token as a link into a
+// timestamped folder; the never-follow rule is for the host reading what a
+// box wrote), and reports whether a token was readable with a proof of it. It
 // also notes whether the API server's address is in the environment, but
 // sends nothing to it: the probe reaches only addresses the harness gives.
 func k8sServiceAccount(_ context.Context, p probes.Params) probes.Result {
@@ -38,7 +39,7 @@ func k8sServiceAccount(_ context.Context, p probes.Params) probes.Result {
 	}
 	var denied []string
 	for _, path := range serviceAccountPaths {
-		b, err := readNoFollow(path)
+		b, err := readSandboxFile(path)
 		if err != nil {
 			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
 				lbl := "error"

@@ -18,12 +18,12 @@ import (
 const fixtures = "../../fixtures/kubernetes/"
 
 func TestTemplatesParse(t *testing.T) {
-	for _, f := range []string{"pod-hardened.yaml", "pod-weak.yaml"} {
+	for _, f := range []string{"pod-hardened.yaml", "pod-weak.yaml", "pod-scoped.yaml"} {
 		if _, err := readTemplate(fixtures + f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	for _, f := range []string{"namespace-hardened.yaml", "namespace-weak.yaml"} {
+	for _, f := range []string{"namespace-hardened.yaml", "namespace-weak.yaml", "namespace-scoped.yaml"} {
 		objs, err := readNamespaceObjects(fixtures + f)
 		if err != nil || len(objs) < 2 {
 			t.Errorf("%s: %d objects, %v", f, len(objs), err)
@@ -77,6 +77,11 @@ func TestPodFor(t *testing.T) {
 	}
 	if len(s.InitContainers) != 1 || s.InitContainers[0].Image != "sandcheck.local/probe:x" || s.InitContainers[0].ImagePullPolicy != "Never" {
 		t.Fatalf("init container: %+v", s.InitContainers)
+	}
+	// A sidecar (it keeps running) whose startup probe gates the task: an
+	// init container that exits never completes under gVisor here.
+	if ic := s.InitContainers[0]; ic.RestartPolicy == nil || *ic.RestartPolicy != "Always" || ic.StartupProbe == nil || ic.StartupProbe.Exec == nil {
+		t.Errorf("probe delivery is not a sidecar with a startup probe: %+v", ic)
 	}
 	c := s.Containers[0]
 	if c.Image != "sandcheck/runner:dev" || c.ImagePullPolicy != "Never" || c.Command[0] != "/.sandcheck/sandcheck-probe" || c.Command[1] != "hold" {

@@ -38,6 +38,8 @@ type Runner struct {
 	startLimit time.Duration
 	log        *slog.Logger
 
+	plat platform
+
 	imgOnce sync.Once
 	img     string
 	imgErr  error
@@ -92,6 +94,7 @@ func New(ctx context.Context, tg *targets.Target, log *slog.Logger) (*Runner, er
 	if err := r.check(ctx, kc); err != nil {
 		return nil, err
 	}
+	r.readPlatform(ctx)
 	if k.ProbeImage != "" {
 		r.img = k.ProbeImage
 		r.imgOnce.Do(func() {})
@@ -112,7 +115,8 @@ func (r *Runner) check(ctx context.Context, kc string) error {
 	r.log.Debug("cluster", "server", r.cfg.Host, "version", v.GitVersion)
 	type want struct{ verb, group, resource, sub string }
 	wants := []want{{"create", "", "namespaces", ""}, {"delete", "", "namespaces", ""},
-		{"create", "", "pods", ""}, {"get", "", "pods", ""}, {"delete", "", "pods", ""}, {"create", "", "pods", "exec"}}
+		{"create", "", "pods", ""}, {"get", "", "pods", ""}, {"delete", "", "pods", ""}, {"create", "", "pods", "exec"},
+		{"update", "", "pods", "ephemeralcontainers"}}
 	for _, o := range r.nsObjs {
 		gvk := o.GetObjectKind().GroupVersionKind()
 		wants = append(wants, want{"create", gvk.Group, strings.ToLower(gvk.Kind) + "s", ""})
