@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -35,9 +36,12 @@ func BenchmarkHardenedRun(b *testing.B) {
 			if bin == "" {
 				bin, _ = filepath.Abs("../bin")
 			}
-			var walls []float64
+			var walls, loads []float64
 			var start, probe, n float64
 			for range benchRounds {
+				// The machine is shared: each figure goes with the load it
+				// was measured under (1-minute average as the run begins).
+				loads = append(loads, loadAverage())
 				out := b.TempDir()
 				cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/"+tc.target, "--out", out, "--quiet")
 				cmd.Dir = ".."
@@ -69,12 +73,26 @@ func BenchmarkHardenedRun(b *testing.B) {
 			if median > tc.floor {
 				verdict = "FLOOR MISSED"
 			}
-			fmt.Printf("bench %s: median wall %.1f s of %d runs (floor %.0f s: %s); runs %v\n", tc.target, median, benchRounds, tc.floor, verdict, rounded(walls))
+			fmt.Printf("bench %s: median wall %.1f s of %d runs (floor %.0f s: %s); runs %v s at load averages %v on %d CPUs\n",
+				tc.target, median, benchRounds, tc.floor, verdict, rounded(walls), rounded(loads), runtime.NumCPU())
 			if median > tc.floor {
 				b.Errorf("%s: median wall %.1f s is over the floor of %.0f s", tc.target, median, tc.floor)
 			}
 		})
 	}
+}
+
+// loadAverage is the machine's 1-minute load average (0 when unreadable).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	if _, err := fmt.Sscanf(string(b), "%f", &l); err != nil {
+		return 0
+	}
+	return l
 }
 
 func rounded(xs []float64) []string {
