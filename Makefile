@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup build images run test unit fuzz bench bench-tracer lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup build images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster bench-cluster
 
 help: ## list the targets
@@ -73,6 +73,9 @@ bench: setup build images ## hardened references through the CLI (wall, start, p
 	$(E2E_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./e2e/
 	$(GO) test -run '^$$' -bench Grade ./policies/
 	$(GO) test -count=1 -run '^$$' -bench SBOMRunner -benchtime 3x -v ./provenance/ | grep -E 'SBOM|^ok|FAIL'
+
+matrix: setup build images ## run the process, bwrap, runc and runsc references; the compare matrix in $(OUT)/matrix and README.md
+	bash scripts/matrix.sh --readme $(BIN) $(OUT)/matrix
 
 # generate-check needs clang; without it the committed BPF objects are used
 # as they are (CI installs clang, so CI checks them).

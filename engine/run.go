@@ -14,6 +14,7 @@ import (
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/reports"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // DefaultFormats are the reports a run writes unless told otherwise: every
@@ -104,7 +105,7 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	batch := map[string]int{}
 	for _, spec := range sel {
 		switch {
-		case runsAlone(spec):
+		case e.runsAlone(spec):
 			alone = append(alone, spec)
 		case spec.Sandbox == probes.Shared:
 			shared = append(shared, spec)
@@ -131,9 +132,15 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 			one(ctx, spec)
 		}
 	}()
-	// The longest-bounded first, so a slow unit never starts last and
-	// holds the run alone at its end.
-	slices.SortStableFunc(units, func(a, b []probes.Spec) int { return cmp.Compare(unitBound(b), unitBound(a)) })
+	// A probe measured against the CPU budget first (it takes at least
+	// the budget), then the longest-bounded, so a slow unit never starts
+	// last and holds the run alone at its end.
+	slices.SortStableFunc(units, func(a, b []probes.Spec) int {
+		if c := cmp.Compare(spendsBudget(b), spendsBudget(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(unitBound(b), unitBound(a))
+	})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -166,6 +173,17 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 	wg.Wait()
 }
 
+// spendsBudget is 1 for a unit holding a probe measured against the CPU
+// budget, else 0.
+func spendsBudget(u []probes.Spec) int {
+	for _, s := range u {
+		if slices.Contains(s.Host, "cpu-budget") {
+			return 1
+		}
+	}
+	return 0
+}
+
 // laneKey is the context key of a unit's lane release (probeAll).
 type laneKey struct{}
 
@@ -192,14 +210,27 @@ func unitBound(u []probes.Spec) time.Duration {
 
 // runsAlone reports whether a probe must run with no other probe beside
 // it: one that drives its sandbox to a limit the host measures (the OOM
-// killer at the memory or pids limit, the CPU budget's watchdog) within a
-// deadline of its own. Other sandboxes competing for the CPU change when,
+// killer at the memory or pids limit) within a deadline of its own, and
+// one measured against the CPU budget on a runtime whose tasks keep CPU
+// clocks of their own. Other sandboxes competing for the CPU change when,
 // or whether, it gets there: under gVisor a busy CPU let
 // resources.cpu-deadline burn its whole 4 s before the host's cgroup
-// reached the 3 s budget, and under runc on the weak reference it reached
-// only 1.9 s of CPU before its own deadline.
-func runsAlone(s probes.Spec) bool {
-	return s.Sandbox == probes.Own && (slices.Contains(s.Host, "runtime:oom") || slices.Contains(s.Host, "cpu-budget"))
+// reached the 3 s budget. Where the task's clock is the host kernel's
+// (runners.HostCPUClocker), its cgroup has always used at least as much
+// CPU as the task, so the watchdog stops it first beside anything: such a
+// probe runs with the others (and, bound longest, starts first).
+func (e *Engine) runsAlone(s probes.Spec) bool {
+	if s.Sandbox != probes.Own {
+		return false
+	}
+	if slices.Contains(s.Host, "runtime:oom") {
+		return true
+	}
+	if slices.Contains(s.Host, "cpu-budget") {
+		c, ok := e.runner.(runners.HostCPUClocker)
+		return !ok || !c.HostCPUClock()
+	}
+	return false
 }
 
 // Conclude closes the engine, grades the record with the release policy and

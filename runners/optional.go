@@ -76,3 +76,15 @@ type ParamsFiller interface {
 	// parameters.
 	FillParams(p *probes.Params)
 }
+
+// HostCPUClocker is implemented by runners that can say whether their
+// tasks' CPU clocks are the host kernel's own accounting (runc, bwrap, a
+// host process), which never counts more for a task than for the sandbox
+// cgroup holding it, whatever else the host runs; a user-space kernel
+// (gVisor's sentry) keeps clocks of its own, which a busy host lets run
+// ahead of its cgroup's.
+type HostCPUClocker interface {
+	// HostCPUClock reports whether a task's CPU time is what the host
+	// kernel counts for it.
+	HostCPUClock() bool
+}

@@ -195,6 +195,10 @@ func keptCaps(cfg targets.Bwrap) []string {
 // Name identifies the backend.
 func (r *Runner) Name() string { return "bwrap" }
 
+// HostCPUClock is true: bwrap's tasks are host processes, their CPU clock
+// the host kernel's (runners.HostCPUClocker).
+func (r *Runner) HostCPUClock() bool { return true }
+
 // Capabilities of bwrap sandboxes: they can be put on the harness network
 // (when the target says so), the host views them (Inspect, HostPID,
 // CPUMeter through the cgroup), the probe is bound read-only, and a task

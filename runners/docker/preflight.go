@@ -25,6 +25,14 @@ var ErrProbeBinary = errors.New("unusable probe binary")
 // `sandcheck targets validate` and `sandcheck run` share it, so validate
 // passes no file run refuses. Every problem found is reported, joined.
 func Preflight(ctx context.Context, tg *targets.Target, probeBinary string) error {
+	if tg.Runner != "" && tg.Runner != "docker" {
+		// Another runner's target: nothing of Docker's to check (Load
+		// checked its own section), only the probe binary a run delivers.
+		if probeBinary != "" {
+			return CheckProbeBinary(probeBinary)
+		}
+		return nil
+	}
 	if tg.Docker == nil {
 		return fmt.Errorf("target %s: runner docker needs a docker: section", tg.Path)
 	}

@@ -94,6 +94,11 @@ func New(cfg targets.Docker, image string, opts ...Option) (*Runner, error) {
 // Name identifies the backend.
 func (r *Runner) Name() string { return "docker" }
 
+// HostCPUClock reports whether the runtime's tasks keep the host kernel's
+// CPU clock: runc's do, gVisor's sentry keeps its own
+// (runners.HostCPUClocker).
+func (r *Runner) HostCPUClock() bool { return r.cfg.Runtime == "runc" }
+
 // Capabilities of docker sandboxes: they join the harness network when the
 // target's network is "harness", the engine describes them, and the probe
 // binary is bind-mounted read-only.

@@ -66,6 +66,10 @@ func New(cfg targets.Process, opts ...Option) (*Runner, error) {
 // Name identifies the backend.
 func (r *Runner) Name() string { return "process" }
 
+// HostCPUClock is true: the task is a host process, its CPU clock the host
+// kernel's (runners.HostCPUClocker).
+func (r *Runner) HostCPUClock() bool { return true }
+
 // Capabilities: a process can be put on the harness network (when the
 // target says so), a task can be its first process, the host names its pid
 // and meters its CPU through the cgroup. No runtime view (Inspect) and no

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# matrix.sh runs the reference of each sandbox kind on this machine (the
+# process control, hardened bubblewrap, hardened Docker with runc and with
+# gVisor's runsc), each through `sandcheck run` with the full catalog, and
+# renders `sandcheck compare` over the four runs: out/compare.md and
+# compare.html. With --readme it also puts the matrix into README.md
+# between its matrix markers. A run that fails its verdict (exit 1: the
+# process control always does) is a row like any other; one the harness
+# could not complete (exit 2) stops the script.
+#
+# usage: scripts/matrix.sh [--readme] BIN OUT
+set -euo pipefail
+
+readme=false
+if [[ ${1:-} == --readme ]]; then
+	readme=true
+	shift
+fi
+bin=${1:?usage: scripts/matrix.sh [--readme] BIN OUT}
+out=${2:?usage: scripts/matrix.sh [--readme] BIN OUT}
+
+rm -rf "$out"
+mkdir -p "$out"
+kinds=(process:process.yaml bwrap:bwrap-hardened.yaml runc:hardened.yaml runsc:hardened-gvisor.yaml)
+runs=()
+for kt in "${kinds[@]}"; do
+	kind=${kt%%:*}
+	target=fixtures/targets/${kt#*:}
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	start=$(date +%s.%N)
+	code=0
+	"$bin/sandcheck" run --target "$target" --out "$out/$kind" --quiet >"$out/$kind.log" 2>&1 || code=$?
+	if ((code == 2)); then
+		echo "matrix: the $kind run ($target) could not complete (exit 2); see $out/$kind.log" >&2
+		exit 2
+	fi
+	printf 'matrix: %-7s %-36s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
+	runs+=("$out/$kind")
+done
+"$bin/sandcheck" compare "${runs[@]}" --out "$out" >/dev/null
+echo "matrix: $out/compare.md, $out/compare.html" >&2
+
+if $readme; then
+	begin='<!-- matrix:begin (scripts/matrix.sh --readme; do not edit by hand) -->'
+	end='<!-- matrix:end -->'
+	grep -qxF "$begin" README.md && grep -qxF "$end" README.md || {
+		echo "matrix: README.md has no matrix markers" >&2
+		exit 2
+	}
+	tmp=$(mktemp)
+	trap 'rm -f "$tmp"' EXIT
+	{
+		printf '%s\n\n' "$begin"
+		printf 'Generated on %s (%s, %d CPUs, kernel %s) by `make matrix`.\n\n' \
+			"$(date -u +%Y-%m-%d)" "$(. /etc/os-release && echo "$PRETTY_NAME")" "$(nproc)" "$(uname -r)"
+		sed '1,/^$/d' "$out/compare.md" | grep -v '^| ` '
+		printf '\n<details><summary>Every probe by sandbox kind</summary>\n\n'
+		sed '1,/^$/d' "$out/compare.md"
+		printf '\n</details>\n\n%s\n' "$end"
+	} >"$tmp.block"
+	awk -v b="$begin" -v e="$end" -v f="$tmp.block" '
+		$0 == b { while ((getline l < f) > 0) print l; skip = 1; next }
+		$0 == e { skip = 0; next }
+		!skip' README.md >"$tmp"
+	cp "$tmp" README.md
+	rm -f "$tmp.block"
+	echo "matrix: README.md updated" >&2
+fi
