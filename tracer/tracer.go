@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,13 +127,6 @@ func New(opts Options) (_ *Tracer, err error) {
 	if err != nil {
 		return nil, err
 	}
-	v := spec.Variables["arg_syscalls"]
-	if v == nil {
-		return nil, errors.New("reading the BPF object: no arg_syscalls variable")
-	}
-	if err := v.Set(bits); err != nil {
-		return nil, fmt.Errorf("configuring the tracer: %w", err)
-	}
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("%w: counting CPUs: %v", ErrUnavailable, err)
@@ -155,15 +149,23 @@ func New(opts Options) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	var g tracerCpuHot
+	g := tracerCpuHot{ArgBits: bits}
+	for i := range g.Prefixes {
+		g.Prefixes[i].Head = 1 // unused: never matches
+	}
 	for i, p := range prefixes {
 		v := &g.Prefixes[i]
-		if len(p) >= len(v.S) || p == "" {
-			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is empty or too long", p)
+		if len(p) >= len(v.S) || !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is not an absolute path under %d bytes", p, len(v.S))
 		}
 		v.Len = uint32(len(p))
+		v.Head, v.Mask = 0, 0
 		for j := range len(p) {
 			v.S[j] = int8(p[j])
+			if j < 8 {
+				v.Head |= uint64(p[j]) << (8 * j)
+				v.Mask |= 0xff << (8 * j)
+			}
 		}
 	}
 	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {

@@ -34,7 +34,8 @@ type tracerCountVal struct {
 type tracerCpuHot struct {
 	_        structs.HostLayout
 	Gen      uint32
-	Pad      [15]uint32
+	Pad      uint32
+	ArgBits  [8]uint64
 	Prefixes [16]tracerPrefix
 	Tasks    [8]tracerHotTask
 	Counts   [32]tracerHotCount
@@ -90,9 +91,12 @@ type tracerHotTask struct {
 }
 
 type tracerPrefix struct {
-	_   structs.HostLayout
-	Len uint32
-	S   [64]int8
+	_    structs.HostLayout
+	Head uint64
+	Mask uint64
+	Len  uint32
+	S    [64]int8
+	_    [4]byte
 }
 
 type tracerSigKey struct {
@@ -150,7 +154,6 @@ const (
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
 	tracerProgScSysExit  = "sc_sys_exit"
-	tracerVarArgSyscalls = "arg_syscalls"
 	tracerVarUnusedEvent = "unused_event"
 )
 
@@ -222,7 +225,6 @@ type tracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerVariableSpecs struct {
-	ArgSyscalls *ebpf.VariableSpec `ebpf:"arg_syscalls"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -277,7 +279,6 @@ func (m *tracerMaps) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerVariables struct {
-	ArgSyscalls *ebpf.Variable `ebpf:"arg_syscalls"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 

@@ -113,10 +113,6 @@ struct {
 	__type(value, struct cpu_hot);
 } hot SEC(".maps");
 
-/* Syscalls worth an event with their arguments, a bit per number below
- * FAST_SYSCALLS; user space sets it before load (tracer.go: argSyscalls). */
-volatile const u64 arg_syscalls[FAST_SYSCALLS / 64];
-
 /* Keep the event layout in the object's BTF for bpf2go's -type. */
 const struct event *unused_event __attribute__((unused));
 
@@ -283,16 +279,21 @@ int sc_exit(u64 *ctx)
 	return 0;
 }
 
-/* sensitive reports whether a path starts with one of the configured
- * prefixes. */
+/* sensitive reports whether a path (in a PATH_BYTES buffer) starts with one
+ * of the configured prefixes, which are all absolute: a relative path is
+ * done after one compare, an absolute one after a word compare per prefix
+ * but for those whose first 8 bytes it shares. */
 static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
 {
+	if (path[0] != '/')
+		return 0;
+	u64 w = *(const u64 *)path;
 	for (u32 p = 0; p < MAX_PREFIXES; p++) {
 		const struct prefix *pre = &g->prefixes[p];
-		if (pre->len == 0)
+		if ((w & pre->mask) != pre->head)
 			continue;
 		int ok = 1;
-		for (u32 j = 0; j < PREFIX_BYTES; j++) {
+		for (u32 j = 8; j < PREFIX_BYTES; j++) {
 			if (j >= pre->len)
 				break;
 			if (path[j] != pre->s[j]) {
@@ -592,7 +593,7 @@ int sc_sys_exit(u64 *ctx)
 		count_fast(h, slot, ti.epoch, nr, ret);
 	else
 		count_slow(&ti, nr, ret);
-	if (arg_syscalls[nr >> 6] & (1ULL << (nr & 63)))
+	if (g->arg_bits[nr >> 6] & (1ULL << (nr & 63)))
 		syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
 	return 0;
 }

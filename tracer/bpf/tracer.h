@@ -70,7 +70,12 @@ struct slot_counts {
 	struct fast_count c[FAST_SYSCALLS];
 };
 
+/* A sensitive path prefix; head and mask are its first (up to) 8 bytes as
+ * one word, so a path is told apart from most prefixes in one compare. An
+ * unused prefix has mask 0 and head 1: it never matches. */
 struct prefix {
+	u64 head;
+	u64 mask;
 	u32 len;
 	char s[PREFIX_BYTES];
 };
@@ -104,7 +109,11 @@ struct hot_count {
  * prefixes instead. */
 struct cpu_hot {
 	u32 gen;
-	u32 pad[15];
+	u32 pad;
+	/* Element 0: the syscalls worth an event with their arguments, a bit
+	 * per number below FAST_SYSCALLS (tracer.go: argSyscalls), in the cache
+	 * line the generation is read from anyway. */
+	u64 arg_bits[FAST_SYSCALLS / 64];
 	struct prefix prefixes[MAX_PREFIXES];
 	struct hot_task tasks[HOT_TASKS];
 	struct hot_count counts[HOT_COUNTS];
