@@ -71,18 +71,15 @@ type tracerFastCount struct {
 }
 
 type tracerHotCount struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Epoch uint32
-	Nr    uint32
-	Used  uint32
-	C     tracerFastCount
+	_   structs.HostLayout
+	Tag uint64
+	C   tracerFastCount
 }
 
 type tracerHotTask struct {
 	_     structs.HostLayout
-	Start uint64
-	Pid   uint32
+	Task  uint64
+	Pad   uint32
 	Gen   uint32
 	Slot  uint32
 	Epoch uint32

@@ -248,6 +248,9 @@ int sc_fork(u64 *ctx)
 		stat_inc(STAT_LOST_TASKS);
 		return 0;
 	}
+	/* The child's task_struct may be a freed one some CPU cached as
+	 * unwatched. */
+	bump_generation();
 	u32 cpid = BPF_CORE_READ(child, pid), ctgid = BPF_CORE_READ(child, tgid);
 	if (cpid != ctgid)
 		return 0; /* a new thread: no event */
@@ -265,11 +268,14 @@ int sc_exit(u64 *ctx)
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	bool group_dead = (bool)ctx[1];
 	u64 id = bpf_get_current_pid_tgid();
-	if (!group_dead)
-		return 0;
 	/* The storage goes with the task; nothing to clear. */
 	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
 	if (!ti)
+		return 0;
+	/* Every CPU's cache may hold the task by its task_struct's address,
+	 * which a new task may get once this one is freed. */
+	bump_generation();
+	if (!group_dead)
 		return 0;
 	struct event *ev = reserve(EV_EXIT, ti, id >> 32, (u32)id);
 	if (!ev)
@@ -477,11 +483,11 @@ static __always_inline void count_slow(const struct task_info *ti, long nr, long
 }
 
 /* lookup_membership fills a cache entry from the task's storage, checking
- * that its tree is still watched (dropping the mark when not). */
-static __always_inline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 pid, u64 start, u32 gen)
+ * that its tree is still watched (dropping the mark when not). Off the hot
+ * path: a subprogram of its own. */
+static __noinline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 gen)
 {
-	e->pid = pid;
-	e->start = start;
+	e->task = (u64)task;
 	e->gen = gen;
 	e->slot = HOT_UNWATCHED;
 	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
@@ -508,21 +514,25 @@ static __always_inline void lookup_membership(struct hot_task *e, struct task_st
 	e->root = ti->root;
 }
 
+static __always_inline u64 hot_tag(u32 slot, u32 epoch, u32 nr)
+{
+	return (u64)epoch << 32 | slot << 16 | nr;
+}
+
 /* evict makes room in a hot counter: a live tree's counters move to its
  * slot; a collected tree's are dropped. A draining tree's stay for user
  * space to read, and evict says so by returning 0. */
 static __always_inline int evict(struct hot_count *c)
 {
-	if (!c->used)
+	if (!c->tag)
 		return 1;
-	u32 vslot = c->slot;
+	u32 vslot = (c->tag >> 16) & 0xffff, vnr = c->tag & 0xffff, vepoch = c->tag >> 32;
 	struct slot_owner *o = bpf_map_lookup_elem(&owners, &vslot);
-	if (!o || o->epoch != c->epoch || o->ns == 0)
+	if (!o || o->epoch != vepoch || o->ns == 0)
 		return 1;
 	if (o->draining)
 		return 0;
 	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &vslot);
-	u32 vnr = c->nr;
 	if (!sc || vnr >= FAST_SYSCALLS)
 		return 1;
 	struct fast_count *d = &sc->c[vnr];
@@ -534,26 +544,54 @@ static __always_inline int evict(struct hot_count *c)
 	return 1;
 }
 
+/* count_miss counts a syscall whose hot counter holds another (tree,
+ * syscall): it evicts that one first, or, when it cannot (a draining
+ * tree's), counts in the slot directly. Off the hot path. */
+static __noinline void count_miss(struct hot_count *c, u32 slot, u64 tag, u32 nr, long ret)
+{
+	if (!evict(c)) {
+		struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
+		if (sc && nr < FAST_SYSCALLS)
+			tally(&sc->c[nr], ret);
+		return;
+	}
+	c->tag = tag;
+	c->c = (struct fast_count){};
+	tally(&c->c, ret);
+}
+
 /* count_fast counts a syscall of a tree with a slot in this CPU's hot
  * counters. */
 static __always_inline void count_fast(struct cpu_hot *h, u32 slot, u32 epoch, u32 nr, long ret)
 {
 	u32 i = (slot * 67 + nr) & (HOT_COUNTS - 1);
 	struct hot_count *c = &h->counts[i];
-	if (!c->used || c->nr != nr || c->slot != slot || c->epoch != epoch) {
-		if (!evict(c)) {
-			struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
-			if (sc)
-				tally(&sc->c[nr], ret);
-			return;
-		}
-		c->slot = slot;
-		c->epoch = epoch;
-		c->nr = nr;
-		c->used = 1;
-		c->c = (struct fast_count){};
+	u64 tag = hot_tag(slot, epoch, nr);
+	if (c->tag != tag) {
+		count_miss(c, slot, tag, nr, ret);
+		return;
 	}
 	tally(&c->c, ret);
+}
+
+/* count_other counts what the hot counters do not: a tree without a slot,
+ * or a syscall number past FAST_SYSCALLS. Off the hot path. */
+static __noinline void count_other(const struct hot_task *e, long nr, long ret)
+{
+	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
+	count_slow(&ti, nr, ret);
+}
+
+/* event_call hands an event-worthy call to syscall_event. Off the hot
+ * path. */
+static __noinline void event_call(struct pt_regs *regs, long nr, long ret, const struct hot_task *e, struct cpu_hot *h)
+{
+	u32 zero = 0;
+	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
+	if (!g)
+		return;
+	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
+	syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
 }
 
 /* The hot path: every syscall of every task on the host ends here. */
@@ -565,17 +603,15 @@ int sc_sys_exit(u64 *ctx)
 	 * host) has no mark: done, without touching any map. */
 	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
 		return 0;
-	u32 pid = task->pid;
-	u64 start = task->start_time;
 	u32 zero = 0, cpu = bpf_get_smp_processor_id() + 1;
 	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
 	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &cpu);
 	if (!g || !h)
 		return 0;
 	u32 gen = g->gen;
-	struct hot_task *e = &h->tasks[pid & (HOT_TASKS - 1)];
-	if (e->pid != pid || e->start != start || e->gen != gen)
-		lookup_membership(e, task, pid, start, gen);
+	struct hot_task *e = &h->tasks[task->pid & (HOT_TASKS - 1)];
+	if (e->task != (u64)task || e->gen != gen)
+		lookup_membership(e, task, gen);
 	u32 slot = e->slot;
 	if (slot == HOT_UNWATCHED)
 		return 0;
@@ -584,16 +620,14 @@ int sc_sys_exit(u64 *ctx)
 	long nr = regs->orig_ax; /* a BTF load, no helper */
 	if (nr < 0 || nr >= MAX_SYSCALL)
 		return 0;
-	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = slot, .epoch = e->epoch};
-	if (nr >= FAST_SYSCALLS) {
-		count_slow(&ti, nr, ret);
-		return 0;
+	if (nr >= FAST_SYSCALLS || slot >= MAX_SLOTS) {
+		count_other(e, nr, ret);
+		if (nr >= FAST_SYSCALLS)
+			return 0;
+	} else {
+		count_fast(h, slot, e->epoch, nr, ret);
 	}
-	if (slot < MAX_SLOTS)
-		count_fast(h, slot, ti.epoch, nr, ret);
-	else
-		count_slow(&ti, nr, ret);
 	if (g->arg_bits[nr >> 6] & (1ULL << (nr & 63)))
-		syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
+		event_call(regs, nr, ret, e, h);
 	return 0;
 }

@@ -80,12 +80,12 @@ struct prefix {
 	char s[PREFIX_BYTES];
 };
 
-/* What a task's storage said, cached per CPU: the task (its pid and start
- * time, which a recycled pid does not share) and the membership generation
- * it was read in. */
+/* What a task's storage said, cached per CPU: the task and the membership
+ * generation it was read in. */
 struct hot_task {
-	u64 start;
-	u32 pid;
+	u64 task; /* the task_struct's address: a freed one is reused only after
+		   * its task's exit bumped the generation */
+	u32 pad;
 	u32 gen;
 	u32 slot; /* HOT_UNWATCHED, NO_SLOT or the tree's slot */
 	u32 epoch;
@@ -96,10 +96,7 @@ struct hot_task {
 /* A tree's counters for one syscall, held per CPU until another (tree,
  * syscall) needs the place; then they move to the tree's slot. */
 struct hot_count {
-	u32 slot;
-	u32 epoch;
-	u32 nr;
-	u32 used;
+	u64 tag; /* hot_tag(slot, epoch, nr); 0: unused (epochs start at 1) */
 	struct fast_count c;
 };
 
