@@ -84,6 +84,7 @@ type Tracer struct {
 	flushed chan struct{}
 	syncMu  sync.Mutex
 	genMu   sync.Mutex
+	ugen    uint32 // user space's share of the membership generation
 	ncpu    int
 
 	mu      sync.Mutex
@@ -149,7 +150,7 @@ func New(opts Options) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	g := tracerCpuHot{ArgBits: bits}
+	g := tracerConfig{ArgBits: bits}
 	for i := range g.Prefixes {
 		g.Prefixes[i].Head = 1 // unused: never matches
 	}
@@ -168,7 +169,7 @@ func New(opts Options) (_ *Tracer, err error) {
 			}
 		}
 	}
-	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+	if err := t.objs.Cfg.Set(g); err != nil {
 		return nil, fmt.Errorf("configuring the tracer: %w", err)
 	}
 	for slot := range uint32(maxSlots) {
@@ -272,20 +273,14 @@ func (t *Tracer) sync() {
 }
 
 // bumpGeneration invalidates every CPU's cache of task membership: called
-// after user space changes membership (seeding marks, disowning slots).
+// after user space changes membership (seeding marks, disowning slots). It
+// bumps user space's own share of the generation (ugen), which nothing else
+// writes.
 func (t *Tracer) bumpGeneration() error {
 	t.genMu.Lock()
 	defer t.genMu.Unlock()
-	var g tracerCpuHot
-	if err := t.objs.Hot.Lookup(uint32(0), &g); err != nil {
-		return fmt.Errorf("reading the membership generation: %w", err)
-	}
-	// The kernel side may bump it between the lookup and the update (an
-	// exec into a watched namespace); its cache entries filled since were
-	// filled after this change too, so writing g+1 over its bump loses
-	// nothing. The rest of element 0 (the prefixes) does not change.
-	g.Gen++
-	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+	t.ugen++
+	if err := t.objs.Ugen.Set(t.ugen); err != nil {
 		return fmt.Errorf("bumping the membership generation: %w", err)
 	}
 	return nil

@@ -13,6 +13,21 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type tracerConfig struct {
+	_        structs.HostLayout
+	Gen      uint32
+	Pad      uint32
+	ArgBits  [8]uint64
+	Prefixes [16]struct {
+		_    structs.HostLayout
+		Head uint64
+		Mask uint64
+		Len  uint32
+		S    [64]int8
+		_    [4]byte
+	}
+}
+
 type tracerCountKey struct {
 	_    structs.HostLayout
 	Ns   uint32
@@ -32,14 +47,10 @@ type tracerCountVal struct {
 }
 
 type tracerCpuHot struct {
-	_        structs.HostLayout
-	Gen      uint32
-	Pad      uint32
-	ArgBits  [8]uint64
-	Prefixes [16]tracerPrefix
-	Tasks    [8]tracerHotTask
-	Counts   [32]tracerHotCount
-	Path     [256]int8
+	_      structs.HostLayout
+	Tasks  [8]tracerHotTask
+	Counts [32]tracerHotCount
+	Path   [256]int8
 }
 
 type tracerEvent struct {
@@ -151,6 +162,8 @@ const (
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
 	tracerProgScSysExit  = "sc_sys_exit"
+	tracerVarCfg         = "cfg"
+	tracerVarUgen        = "ugen"
 	tracerVarUnusedEvent = "unused_event"
 )
 
@@ -222,6 +235,8 @@ type tracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerVariableSpecs struct {
+	Cfg         *ebpf.VariableSpec `ebpf:"cfg"`
+	Ugen        *ebpf.VariableSpec `ebpf:"ugen"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -276,6 +291,8 @@ func (m *tracerMaps) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerVariables struct {
+	Cfg         *ebpf.Variable `ebpf:"cfg"`
+	Ugen        *ebpf.Variable `ebpf:"ugen"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 

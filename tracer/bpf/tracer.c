@@ -101,17 +101,24 @@ struct {
 	__uint(max_entries, RINGBUF_BYTES);
 } events SEC(".maps");
 
-/* Per-CPU hot state (element 1 + cpu) and the membership generation
- * (element 0), in one small array: with page-table isolation and no PCID,
- * every syscall starts with an empty TLB, and each separate allocation the
- * program touches costs a page walk. User space sets max_entries to 1 +
- * the possible CPUs before load. */
+/* Per-CPU hot state (element 1 + cpu; element 0 is unused), in one small
+ * array: with page-table isolation and no PCID, every syscall starts with an
+ * empty TLB, and each separate allocation the program touches costs a page
+ * walk, so a cached task's syscall touches this and the global config only.
+ * User space sets max_entries to 1 + the possible CPUs before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, struct cpu_hot);
 } hot SEC(".maps");
+
+/* The global config; user space sets it before load. The membership
+ * generation is the sum of the kernel side's cfg.gen and user space's ugen,
+ * each bumped only by its side: a change on either side makes it grow, with
+ * no read-modify-write across the two. */
+struct config cfg;
+volatile u32 ugen;
 
 /* Keep the event layout in the object's BTF for bpf2go's -type. */
 const struct event *unused_event __attribute__((unused));
@@ -170,10 +177,7 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 
 static __always_inline void bump_generation(void)
 {
-	u32 zero = 0;
-	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
-	if (g)
-		__sync_fetch_and_add(&g->gen, 1);
+	__sync_fetch_and_add(&cfg.gen, 1);
 }
 
 /* new_tree gives a task that entered a watched namespace its own tree,
@@ -289,7 +293,7 @@ int sc_exit(u64 *ctx)
  * of the configured prefixes, which are all absolute: a relative path is
  * done after one compare, an absolute one after a word compare per prefix
  * but for those whose first 8 bytes it shares. */
-static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
+static __always_inline int sensitive(const struct config *g, const char *path)
 {
 	if (path[0] != '/')
 		return 0;
@@ -359,7 +363,7 @@ static __always_inline u32 take_budget(const struct task_info *ti)
  * thousands of ptrace calls per run) thus costs a hash update per call, not
  * an event. */
 static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
-					  const struct cpu_hot *g, struct cpu_hot *h)
+					  const struct config *g, struct cpu_hot *h)
 {
 	/* BTF loads from the trusted pt_regs, no helper calls. */
 	unsigned long a[6];
@@ -586,12 +590,8 @@ static __noinline void count_other(const struct hot_task *e, long nr, long ret)
  * path. */
 static __noinline void event_call(struct pt_regs *regs, long nr, long ret, const struct hot_task *e, struct cpu_hot *h)
 {
-	u32 zero = 0;
-	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
-	if (!g)
-		return;
 	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
-	syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
+	syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), &cfg, h);
 }
 
 /* The hot path: every syscall of every task on the host ends here. */
@@ -603,12 +603,11 @@ int sc_sys_exit(u64 *ctx)
 	 * host) has no mark: done, without touching any map. */
 	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
 		return 0;
-	u32 zero = 0, cpu = bpf_get_smp_processor_id() + 1;
-	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
+	u32 cpu = bpf_get_smp_processor_id() + 1;
 	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &cpu);
-	if (!g || !h)
+	if (!h)
 		return 0;
-	u32 gen = g->gen;
+	u32 gen = cfg.gen + ugen;
 	struct hot_task *e = &h->tasks[task->pid & (HOT_TASKS - 1)];
 	if (e->task != (u64)task || e->gen != gen)
 		lookup_membership(e, task, gen);
@@ -627,7 +626,7 @@ int sc_sys_exit(u64 *ctx)
 	} else {
 		count_fast(h, slot, e->epoch, nr, ret);
 	}
-	if (g->arg_bits[nr >> 6] & (1ULL << (nr & 63)))
+	if (cfg.arg_bits[nr >> 6] & (1ULL << (nr & 63)))
 		event_call(regs, nr, ret, e, h);
 	return 0;
 }

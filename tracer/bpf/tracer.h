@@ -100,21 +100,23 @@ struct hot_count {
 	struct fast_count c;
 };
 
-/* One CPU's hot state: with element 0, the only memory the sys_exit
- * program touches for a cached task's syscall (and for an open, but for the
- * path itself). Element 0 holds the generation and the sensitive path
- * prefixes instead. */
+/* One CPU's hot state: the only map memory the sys_exit program touches for
+ * a cached task's syscall, besides the global config. */
 struct cpu_hot {
-	u32 gen;
-	u32 pad;
-	/* Element 0: the syscalls worth an event with their arguments, a bit
-	 * per number below FAST_SYSCALLS (tracer.go: argSyscalls), in the cache
-	 * line the generation is read from anyway. */
-	u64 arg_bits[FAST_SYSCALLS / 64];
-	struct prefix prefixes[MAX_PREFIXES];
 	struct hot_task tasks[HOT_TASKS];
 	struct hot_count counts[HOT_COUNTS];
 	char path[PATH_BYTES]; /* an opened path, before it is known sensitive */
+};
+
+/* Global data the program addresses directly (no map lookup): the
+ * membership generation, and in its cache line the syscalls worth an event
+ * with their arguments (a bit per number below FAST_SYSCALLS, tracer.go:
+ * argSyscalls); then the sensitive path prefixes. */
+struct config {
+	u32 gen;
+	u32 pad;
+	u64 arg_bits[FAST_SYSCALLS / 64];
+	struct prefix prefixes[MAX_PREFIXES];
 };
 
 struct count_key {
