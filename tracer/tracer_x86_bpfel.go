@@ -15,9 +15,6 @@ import (
 
 type tracerConfig struct {
 	_        structs.HostLayout
-	Gen      uint32
-	Pad      uint32
-	ArgBits  [8]uint64
 	Prefixes [16]struct {
 		_    structs.HostLayout
 		Head uint64
@@ -26,6 +23,9 @@ type tracerConfig struct {
 		S    [64]int8
 		_    [4]byte
 	}
+	ArgBits [8]uint64
+	Pad     uint32
+	Gen     uint32
 }
 
 type tracerCountKey struct {

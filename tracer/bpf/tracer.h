@@ -109,14 +109,16 @@ struct cpu_hot {
 };
 
 /* Global data the program addresses directly (no map lookup): the
- * membership generation, and in its cache line the syscalls worth an event
- * with their arguments (a bit per number below FAST_SYSCALLS, tracer.go:
- * argSyscalls); then the sensitive path prefixes. */
+ * sensitive path prefixes, the syscalls worth an event with their arguments
+ * (a bit per number below FAST_SYSCALLS, tracer.go: argSyscalls) in a cache
+ * line of their own, and the kernel side's share of the membership
+ * generation, in the next line with user space's share (ugen, which the
+ * compiler places right after this struct). */
 struct config {
-	u32 gen;
-	u32 pad;
-	u64 arg_bits[FAST_SYSCALLS / 64];
 	struct prefix prefixes[MAX_PREFIXES];
+	u64 arg_bits[FAST_SYSCALLS / 64];
+	u32 pad;
+	u32 gen;
 };
 
 struct count_key {
