@@ -3,6 +3,7 @@
 package tracer
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -129,20 +130,36 @@ func BenchmarkTracerOverhead(b *testing.B) {
 			cpuRatio, cpuNoop := ratio(cpus(on), cpus(off)), ratio(cpus(empty), cpus(off))
 			cpuMin, cpuNoopMin := minRatio(cpus(on), cpus(off)), minRatio(cpus(empty), cpus(off))
 			wallRatio, wallNoop := ratio(walls(on), walls(off)), ratio(walls(empty), walls(off))
+			// Each round's runs follow one another within seconds, so the
+			// ratio within a round leaves out the drift of a shared
+			// machine's load between rounds.
+			paired := func(a, b []time.Duration) float64 {
+				var r []float64
+				for i := range a {
+					r = append(r, float64(a[i])/float64(b[i]))
+				}
+				slices.Sort(r)
+				return r[len(r)/2]
+			}
+			cpuPaired, cpuNoopPaired := paired(cpus(on), cpus(off)), paired(cpus(empty), cpus(off))
 			b.ReportMetric(cpuRatio, "cpu-ratio")
 			b.ReportMetric(wallRatio, "wall-ratio")
 			b.ReportMetric(cpuNoop, "noop-cpu-ratio")
 			b.ReportMetric(cpuMin, "min-cpu-ratio")
+			b.ReportMetric(cpuPaired, "paired-cpu-ratio")
+			b.ReportMetric(cpuNoopPaired, "paired-noop-cpu-ratio")
 			b.ReportMetric(float64(calls), "syscalls/s")
 			b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
 			b.ReportMetric(tracerNS, "prog-ns/run")
 			b.ReportMetric(noopNS, "noop-prog-ns/run")
 			b.Logf("%s: %s %s, medians of %d alternating runs: CPU without tracer %s, with a no-op sys_exit program %s, with the tracer %s: "+
 				"CPU overhead %+.1f%% (no-op program alone %+.1f%%), between the fastest runs of each %+.1f%% (no-op %+.1f%%); "+
+				"median of the rounds' own ratios %+.1f%% (no-op %+.1f%%); "+
 				"wall overhead %+.1f%% (no-op %+.1f%%); %d syscalls/s seen; lost %+v; "+
-				"with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the no-op %.0f ns)",
+				"with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the no-op %.0f ns); load average %s",
 				wl.name, wl.mode, wl.n, len(on), median(cpus(off)), median(cpus(empty)), median(cpus(on)),
-				(cpuRatio-1)*100, (cpuNoop-1)*100, (cpuMin-1)*100, (cpuNoopMin-1)*100, (wallRatio-1)*100, (wallNoop-1)*100, calls, lost, tracerNS, noopNS)
+				(cpuRatio-1)*100, (cpuNoop-1)*100, (cpuMin-1)*100, (cpuNoopMin-1)*100, (cpuPaired-1)*100, (cpuNoopPaired-1)*100,
+				(wallRatio-1)*100, (wallNoop-1)*100, calls, lost, tracerNS, noopNS, loadAvg())
 		})
 	}
 }
@@ -192,6 +209,20 @@ func programCost(b *testing.B, noop *ebpf.Program, pid int, run func() sample) (
 		b.Fatal(err)
 	}
 	return noopNS, tracerNS
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages, to read the
+// figures by: on a shared machine other work inflates and blurs them.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // rounds is how many times each mode runs per workload.

@@ -19,15 +19,19 @@
 // program runs for every syscall of every task on the host: a task with no
 // task storage at all (nearly every host process) is done after one load
 // from its task_struct, and a sandbox's task reads neither task storage nor
-// any other map but one: a small array
-// holding, per CPU, what the storage said for the tasks that last ran there
-// (valid while a membership generation lasts, which every change of
-// membership bumps) and the latest per-(tree, syscall) counters, which move
-// to their tree's per-CPU slot (an array indexed by syscall number, for the
-// first 32 trees; a hash past that) when their place is needed. On kernels
-// with page-table isolation and no PCID the TLB is empty at every syscall, so
-// each separate allocation touched costs a page walk (40 to 80 ns measured
-// here): one instead of four is most of what makes the tracer cheap.
+// any map but a small array and the global config (addressed directly): the
+// array holds, per CPU, what the storage said for the tasks that last ran
+// there, by task_struct address (valid while a membership generation lasts,
+// which every change of membership and every watched task's fork and exit
+// bump) and the latest per-(tree, syscall) counters, matched by one packed
+// tag, which move to their tree's per-CPU slot (an array indexed by syscall
+// number, for the first 32 trees; a hash past that) when their place is
+// needed. Everything else (membership lookups, evictions, hash counts,
+// events) is a subprogram of its own, off the hot path's instructions. On
+// kernels with page-table isolation and no PCID the TLB is empty at every
+// syscall, so each separate allocation touched costs a page walk (40 to 80
+// ns measured on such a machine): two instead of four is much of what makes
+// the tracer cheap.
 // Opened paths are matched against the sensitive prefixes in the same array
 // before any ring-buffer room is taken. Only rare events go through the ring
 // buffer: exec, fork and exit, and the first call of each kind of the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,7 @@ type Tracer struct {
 	flushed chan struct{}
 	syncMu  sync.Mutex
 	genMu   sync.Mutex
+	ugen    uint32 // user space's share of the membership generation
 	ncpu    int
 
 	mu      sync.Mutex
@@ -126,13 +128,6 @@ func New(opts Options) (_ *Tracer, err error) {
 	if err != nil {
 		return nil, err
 	}
-	v := spec.Variables["arg_syscalls"]
-	if v == nil {
-		return nil, errors.New("reading the BPF object: no arg_syscalls variable")
-	}
-	if err := v.Set(bits); err != nil {
-		return nil, fmt.Errorf("configuring the tracer: %w", err)
-	}
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("%w: counting CPUs: %v", ErrUnavailable, err)
@@ -155,18 +150,26 @@ func New(opts Options) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	var g tracerCpuHot
+	g := tracerConfig{ArgBits: bits}
+	for i := range g.Prefixes {
+		g.Prefixes[i].Head = 1 // unused: never matches
+	}
 	for i, p := range prefixes {
 		v := &g.Prefixes[i]
-		if len(p) >= len(v.S) || p == "" {
-			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is empty or too long", p)
+		if len(p) >= len(v.S) || !strings.HasPrefix(p, "/") {
+			return nil, fmt.Errorf("configuring the tracer: sensitive prefix %q is not an absolute path under %d bytes", p, len(v.S))
 		}
 		v.Len = uint32(len(p))
+		v.Head, v.Mask = 0, 0
 		for j := range len(p) {
 			v.S[j] = int8(p[j])
+			if j < 8 {
+				v.Head |= uint64(p[j]) << (8 * j)
+				v.Mask |= 0xff << (8 * j)
+			}
 		}
 	}
-	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+	if err := t.objs.Cfg.Set(g); err != nil {
 		return nil, fmt.Errorf("configuring the tracer: %w", err)
 	}
 	for slot := range uint32(maxSlots) {
@@ -270,20 +273,14 @@ func (t *Tracer) sync() {
 }
 
 // bumpGeneration invalidates every CPU's cache of task membership: called
-// after user space changes membership (seeding marks, disowning slots).
+// after user space changes membership (seeding marks, disowning slots). It
+// bumps user space's own share of the generation (ugen), which nothing else
+// writes.
 func (t *Tracer) bumpGeneration() error {
 	t.genMu.Lock()
 	defer t.genMu.Unlock()
-	var g tracerCpuHot
-	if err := t.objs.Hot.Lookup(uint32(0), &g); err != nil {
-		return fmt.Errorf("reading the membership generation: %w", err)
-	}
-	// The kernel side may bump it between the lookup and the update (an
-	// exec into a watched namespace); its cache entries filled since were
-	// filled after this change too, so writing g+1 over its bump loses
-	// nothing. The rest of element 0 (the prefixes) does not change.
-	g.Gen++
-	if err := t.objs.Hot.Put(uint32(0), &g); err != nil {
+	t.ugen++
+	if err := t.objs.Ugen.Set(t.ugen); err != nil {
 		return fmt.Errorf("bumping the membership generation: %w", err)
 	}
 	return nil

@@ -320,3 +320,44 @@ func TestAlikeCallsCountedInKernel(t *testing.T) {
 		t.Errorf("openat counted %+v, want at least %d calls", c, 2*kinds)
 	}
 }
+
+// TestSensitivePrefixesMatch opens paths around the configured prefixes
+// (shorter and longer than the kernel side's 8-byte head, relative ones,
+// near misses): exactly the absolute paths under a prefix are events.
+func TestSensitivePrefixesMatch(t *testing.T) {
+	tr, err := New(Options{SensitivePrefixes: []string{"/ab", "/root/", "/etc/shadow", "/nonexistent-sandcheck/long/prefix/"}})
+	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
+		t.Skipf("needs root and BPF: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("loading the tracer: %v", err)
+	}
+	defer tr.Close()
+	want := []string{"/ab", "/abc", "/root/x", "/etc/shadow", "/etc/shadow-", "/nonexistent-sandcheck/long/prefix/f"}
+	not := []string{"/a", "/root", "/rootx/y", "/etc/shado", "/etc/passwd", "ab", "root/x", "etc/shadow",
+		"/nonexistent-sandcheck/long/prefiX/f", "/nonexistent-sandcheck/long/prefix"}
+	bin := buildSysloop(t)
+	cmd, goAhead := startInNewPidNS(t, bin, append([]string{"wait", "open"}, append(want, not...)...)...)
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	goAhead()
+	rep := finish(t, cmd, w)
+	var got []string
+	for _, tree := range rep.Trees {
+		for _, ev := range tree.Events {
+			if ev.Kind == KindSyscall && ev.Syscall == "openat" {
+				got = append(got, ev.Path)
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("sensitive opens seen: %q, want %q", got, want)
+	}
+	if _, err := New(Options{SensitivePrefixes: []string{"etc/"}}); err == nil {
+		t.Error("a relative prefix (never matched) should be refused")
+	}
+}

@@ -13,6 +13,21 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type tracerConfig struct {
+	_        structs.HostLayout
+	Prefixes [16]struct {
+		_    structs.HostLayout
+		Head uint64
+		Mask uint64
+		Len  uint32
+		S    [64]int8
+		_    [4]byte
+	}
+	ArgBits [8]uint64
+	Pad     uint32
+	Gen     uint32
+}
+
 type tracerCountKey struct {
 	_    structs.HostLayout
 	Ns   uint32
@@ -32,13 +47,10 @@ type tracerCountVal struct {
 }
 
 type tracerCpuHot struct {
-	_        structs.HostLayout
-	Gen      uint32
-	Pad      [15]uint32
-	Prefixes [16]tracerPrefix
-	Tasks    [8]tracerHotTask
-	Counts   [32]tracerHotCount
-	Path     [256]int8
+	_      structs.HostLayout
+	Tasks  [8]tracerHotTask
+	Counts [32]tracerHotCount
+	Path   [256]int8
 }
 
 type tracerEvent struct {
@@ -70,18 +82,15 @@ type tracerFastCount struct {
 }
 
 type tracerHotCount struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Epoch uint32
-	Nr    uint32
-	Used  uint32
-	C     tracerFastCount
+	_   structs.HostLayout
+	Tag uint64
+	C   tracerFastCount
 }
 
 type tracerHotTask struct {
 	_     structs.HostLayout
-	Start uint64
-	Pid   uint32
+	Task  uint64
+	Pad   uint32
 	Gen   uint32
 	Slot  uint32
 	Epoch uint32
@@ -90,9 +99,12 @@ type tracerHotTask struct {
 }
 
 type tracerPrefix struct {
-	_   structs.HostLayout
-	Len uint32
-	S   [64]int8
+	_    structs.HostLayout
+	Head uint64
+	Mask uint64
+	Len  uint32
+	S    [64]int8
+	_    [4]byte
 }
 
 type tracerSigKey struct {
@@ -150,7 +162,8 @@ const (
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
 	tracerProgScSysExit  = "sc_sys_exit"
-	tracerVarArgSyscalls = "arg_syscalls"
+	tracerVarCfg         = "cfg"
+	tracerVarUgen        = "ugen"
 	tracerVarUnusedEvent = "unused_event"
 )
 
@@ -222,7 +235,8 @@ type tracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerVariableSpecs struct {
-	ArgSyscalls *ebpf.VariableSpec `ebpf:"arg_syscalls"`
+	Cfg         *ebpf.VariableSpec `ebpf:"cfg"`
+	Ugen        *ebpf.VariableSpec `ebpf:"ugen"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -277,7 +291,8 @@ func (m *tracerMaps) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerVariables struct {
-	ArgSyscalls *ebpf.Variable `ebpf:"arg_syscalls"`
+	Cfg         *ebpf.Variable `ebpf:"cfg"`
+	Ugen        *ebpf.Variable `ebpf:"ugen"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 

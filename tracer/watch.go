@@ -272,11 +272,12 @@ func (w *Watch) counts(slots map[uint32]tracerSlotOwner, drop bool) (map[tracerC
 				return nil, fmt.Errorf("reading CPU %d's hot counters: %w", cpu, err)
 			}
 			for _, hc := range h.Counts {
-				owner, ok := slots[hc.Slot]
-				if hc.Used == 0 || !ok || owner.Epoch != hc.Epoch || hc.Nr >= fastSyscalls {
+				slot, epoch, nr := uint32(hc.Tag>>16)&0xffff, uint32(hc.Tag>>32), uint32(hc.Tag)&0xffff
+				owner, ok := slots[slot]
+				if hc.Tag == 0 || !ok || owner.Epoch != epoch || nr >= fastSyscalls {
 					continue
 				}
-				k := tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: hc.Nr}
+				k := tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: nr}
 				c := out[k]
 				c.add(Count{OK: hc.C.Ok, EPERM: hc.C.Eperm, EACCES: hc.C.Eacces, ENOSYS: hc.C.Enosys, OtherErr: hc.C.OtherErr})
 				out[k] = c

@@ -101,11 +101,11 @@ struct {
 	__uint(max_entries, RINGBUF_BYTES);
 } events SEC(".maps");
 
-/* Per-CPU hot state (element 1 + cpu) and the membership generation
- * (element 0), in one small array: with page-table isolation and no PCID,
- * every syscall starts with an empty TLB, and each separate allocation the
- * program touches costs a page walk. User space sets max_entries to 1 +
- * the possible CPUs before load. */
+/* Per-CPU hot state (element 1 + cpu; element 0 is unused), in one small
+ * array: with page-table isolation and no PCID, every syscall starts with an
+ * empty TLB, and each separate allocation the program touches costs a page
+ * walk, so a cached task's syscall touches this and the global config only.
+ * User space sets max_entries to 1 + the possible CPUs before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -113,9 +113,12 @@ struct {
 	__type(value, struct cpu_hot);
 } hot SEC(".maps");
 
-/* Syscalls worth an event with their arguments, a bit per number below
- * FAST_SYSCALLS; user space sets it before load (tracer.go: argSyscalls). */
-volatile const u64 arg_syscalls[FAST_SYSCALLS / 64];
+/* The global config; user space sets it before load. The membership
+ * generation is the sum of the kernel side's cfg.gen and user space's ugen,
+ * each bumped only by its side: a change on either side makes it grow, with
+ * no read-modify-write across the two. */
+struct config cfg;
+volatile u32 ugen;
 
 /* Keep the event layout in the object's BTF for bpf2go's -type. */
 const struct event *unused_event __attribute__((unused));
@@ -174,10 +177,7 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 
 static __always_inline void bump_generation(void)
 {
-	u32 zero = 0;
-	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
-	if (g)
-		__sync_fetch_and_add(&g->gen, 1);
+	__sync_fetch_and_add(&cfg.gen, 1);
 }
 
 /* new_tree gives a task that entered a watched namespace its own tree,
@@ -252,6 +252,9 @@ int sc_fork(u64 *ctx)
 		stat_inc(STAT_LOST_TASKS);
 		return 0;
 	}
+	/* The child's task_struct may be a freed one some CPU cached as
+	 * unwatched. */
+	bump_generation();
 	u32 cpid = BPF_CORE_READ(child, pid), ctgid = BPF_CORE_READ(child, tgid);
 	if (cpid != ctgid)
 		return 0; /* a new thread: no event */
@@ -269,11 +272,14 @@ int sc_exit(u64 *ctx)
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	bool group_dead = (bool)ctx[1];
 	u64 id = bpf_get_current_pid_tgid();
-	if (!group_dead)
-		return 0;
 	/* The storage goes with the task; nothing to clear. */
 	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
 	if (!ti)
+		return 0;
+	/* Every CPU's cache may hold the task by its task_struct's address,
+	 * which a new task may get once this one is freed. */
+	bump_generation();
+	if (!group_dead)
 		return 0;
 	struct event *ev = reserve(EV_EXIT, ti, id >> 32, (u32)id);
 	if (!ev)
@@ -283,16 +289,21 @@ int sc_exit(u64 *ctx)
 	return 0;
 }
 
-/* sensitive reports whether a path starts with one of the configured
- * prefixes. */
-static __always_inline int sensitive(const struct cpu_hot *g, const char *path)
+/* sensitive reports whether a path (in a PATH_BYTES buffer) starts with one
+ * of the configured prefixes, which are all absolute: a relative path is
+ * done after one compare, an absolute one after a word compare per prefix
+ * but for those whose first 8 bytes it shares. */
+static __always_inline int sensitive(const struct config *g, const char *path)
 {
+	if (path[0] != '/')
+		return 0;
+	u64 w = *(const u64 *)path;
 	for (u32 p = 0; p < MAX_PREFIXES; p++) {
 		const struct prefix *pre = &g->prefixes[p];
-		if (pre->len == 0)
+		if ((w & pre->mask) != pre->head)
 			continue;
 		int ok = 1;
-		for (u32 j = 0; j < PREFIX_BYTES; j++) {
+		for (u32 j = 8; j < PREFIX_BYTES; j++) {
 			if (j >= pre->len)
 				break;
 			if (path[j] != pre->s[j]) {
@@ -352,7 +363,7 @@ static __always_inline u32 take_budget(const struct task_info *ti)
  * thousands of ptrace calls per run) thus costs a hash update per call, not
  * an event. */
 static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
-					  const struct cpu_hot *g, struct cpu_hot *h)
+					  const struct config *g, struct cpu_hot *h)
 {
 	/* BTF loads from the trusted pt_regs, no helper calls. */
 	unsigned long a[6];
@@ -476,11 +487,11 @@ static __always_inline void count_slow(const struct task_info *ti, long nr, long
 }
 
 /* lookup_membership fills a cache entry from the task's storage, checking
- * that its tree is still watched (dropping the mark when not). */
-static __always_inline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 pid, u64 start, u32 gen)
+ * that its tree is still watched (dropping the mark when not). Off the hot
+ * path: a subprogram of its own. */
+static __noinline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 gen)
 {
-	e->pid = pid;
-	e->start = start;
+	e->task = (u64)task;
 	e->gen = gen;
 	e->slot = HOT_UNWATCHED;
 	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
@@ -507,21 +518,25 @@ static __always_inline void lookup_membership(struct hot_task *e, struct task_st
 	e->root = ti->root;
 }
 
+static __always_inline u64 hot_tag(u32 slot, u32 epoch, u32 nr)
+{
+	return (u64)epoch << 32 | slot << 16 | nr;
+}
+
 /* evict makes room in a hot counter: a live tree's counters move to its
  * slot; a collected tree's are dropped. A draining tree's stay for user
  * space to read, and evict says so by returning 0. */
 static __always_inline int evict(struct hot_count *c)
 {
-	if (!c->used)
+	if (!c->tag)
 		return 1;
-	u32 vslot = c->slot;
+	u32 vslot = (c->tag >> 16) & 0xffff, vnr = c->tag & 0xffff, vepoch = c->tag >> 32;
 	struct slot_owner *o = bpf_map_lookup_elem(&owners, &vslot);
-	if (!o || o->epoch != c->epoch || o->ns == 0)
+	if (!o || o->epoch != vepoch || o->ns == 0)
 		return 1;
 	if (o->draining)
 		return 0;
 	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &vslot);
-	u32 vnr = c->nr;
 	if (!sc || vnr >= FAST_SYSCALLS)
 		return 1;
 	struct fast_count *d = &sc->c[vnr];
@@ -533,26 +548,50 @@ static __always_inline int evict(struct hot_count *c)
 	return 1;
 }
 
+/* count_miss counts a syscall whose hot counter holds another (tree,
+ * syscall): it evicts that one first, or, when it cannot (a draining
+ * tree's), counts in the slot directly. Off the hot path. */
+static __noinline void count_miss(struct hot_count *c, u32 slot, u64 tag, u32 nr, long ret)
+{
+	if (!evict(c)) {
+		struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
+		if (sc && nr < FAST_SYSCALLS)
+			tally(&sc->c[nr], ret);
+		return;
+	}
+	c->tag = tag;
+	c->c = (struct fast_count){};
+	tally(&c->c, ret);
+}
+
 /* count_fast counts a syscall of a tree with a slot in this CPU's hot
  * counters. */
 static __always_inline void count_fast(struct cpu_hot *h, u32 slot, u32 epoch, u32 nr, long ret)
 {
 	u32 i = (slot * 67 + nr) & (HOT_COUNTS - 1);
 	struct hot_count *c = &h->counts[i];
-	if (!c->used || c->nr != nr || c->slot != slot || c->epoch != epoch) {
-		if (!evict(c)) {
-			struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
-			if (sc)
-				tally(&sc->c[nr], ret);
-			return;
-		}
-		c->slot = slot;
-		c->epoch = epoch;
-		c->nr = nr;
-		c->used = 1;
-		c->c = (struct fast_count){};
+	u64 tag = hot_tag(slot, epoch, nr);
+	if (c->tag != tag) {
+		count_miss(c, slot, tag, nr, ret);
+		return;
 	}
 	tally(&c->c, ret);
+}
+
+/* count_other counts what the hot counters do not: a tree without a slot,
+ * or a syscall number past FAST_SYSCALLS. Off the hot path. */
+static __noinline void count_other(const struct hot_task *e, long nr, long ret)
+{
+	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
+	count_slow(&ti, nr, ret);
+}
+
+/* event_call hands an event-worthy call to syscall_event. Off the hot
+ * path. */
+static __noinline void event_call(struct pt_regs *regs, long nr, long ret, const struct hot_task *e, struct cpu_hot *h)
+{
+	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
+	syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), &cfg, h);
 }
 
 /* The hot path: every syscall of every task on the host ends here. */
@@ -564,17 +603,14 @@ int sc_sys_exit(u64 *ctx)
 	 * host) has no mark: done, without touching any map. */
 	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
 		return 0;
-	u32 pid = task->pid;
-	u64 start = task->start_time;
-	u32 zero = 0, cpu = bpf_get_smp_processor_id() + 1;
-	struct cpu_hot *g = bpf_map_lookup_elem(&hot, &zero);
+	u32 cpu = bpf_get_smp_processor_id() + 1;
 	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &cpu);
-	if (!g || !h)
+	if (!h)
 		return 0;
-	u32 gen = g->gen;
-	struct hot_task *e = &h->tasks[pid & (HOT_TASKS - 1)];
-	if (e->pid != pid || e->start != start || e->gen != gen)
-		lookup_membership(e, task, pid, start, gen);
+	u32 gen = cfg.gen + ugen;
+	struct hot_task *e = &h->tasks[task->pid & (HOT_TASKS - 1)];
+	if (e->task != (u64)task || e->gen != gen)
+		lookup_membership(e, task, gen);
 	u32 slot = e->slot;
 	if (slot == HOT_UNWATCHED)
 		return 0;
@@ -583,16 +619,14 @@ int sc_sys_exit(u64 *ctx)
 	long nr = regs->orig_ax; /* a BTF load, no helper */
 	if (nr < 0 || nr >= MAX_SYSCALL)
 		return 0;
-	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = slot, .epoch = e->epoch};
-	if (nr >= FAST_SYSCALLS) {
-		count_slow(&ti, nr, ret);
-		return 0;
+	if (nr >= FAST_SYSCALLS || slot >= MAX_SLOTS) {
+		count_other(e, nr, ret);
+		if (nr >= FAST_SYSCALLS)
+			return 0;
+	} else {
+		count_fast(h, slot, e->epoch, nr, ret);
 	}
-	if (slot < MAX_SLOTS)
-		count_fast(h, slot, ti.epoch, nr, ret);
-	else
-		count_slow(&ti, nr, ret);
-	if (arg_syscalls[nr >> 6] & (1ULL << (nr & 63)))
-		syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), g, h);
+	if (cfg.arg_bits[nr >> 6] & (1ULL << (nr & 63)))
+		event_call(regs, nr, ret, e, h);
 	return 0;
 }

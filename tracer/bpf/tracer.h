@@ -70,17 +70,22 @@ struct slot_counts {
 	struct fast_count c[FAST_SYSCALLS];
 };
 
+/* A sensitive path prefix; head and mask are its first (up to) 8 bytes as
+ * one word, so a path is told apart from most prefixes in one compare. An
+ * unused prefix has mask 0 and head 1: it never matches. */
 struct prefix {
+	u64 head;
+	u64 mask;
 	u32 len;
 	char s[PREFIX_BYTES];
 };
 
-/* What a task's storage said, cached per CPU: the task (its pid and start
- * time, which a recycled pid does not share) and the membership generation
- * it was read in. */
+/* What a task's storage said, cached per CPU: the task and the membership
+ * generation it was read in. */
 struct hot_task {
-	u64 start;
-	u32 pid;
+	u64 task; /* the task_struct's address: a freed one is reused only after
+		   * its task's exit bumped the generation */
+	u32 pad;
 	u32 gen;
 	u32 slot; /* HOT_UNWATCHED, NO_SLOT or the tree's slot */
 	u32 epoch;
@@ -91,24 +96,29 @@ struct hot_task {
 /* A tree's counters for one syscall, held per CPU until another (tree,
  * syscall) needs the place; then they move to the tree's slot. */
 struct hot_count {
-	u32 slot;
-	u32 epoch;
-	u32 nr;
-	u32 used;
+	u64 tag; /* hot_tag(slot, epoch, nr); 0: unused (epochs start at 1) */
 	struct fast_count c;
 };
 
-/* One CPU's hot state: with element 0, the only memory the sys_exit
- * program touches for a cached task's syscall (and for an open, but for the
- * path itself). Element 0 holds the generation and the sensitive path
- * prefixes instead. */
+/* One CPU's hot state: the only map memory the sys_exit program touches for
+ * a cached task's syscall, besides the global config. */
 struct cpu_hot {
-	u32 gen;
-	u32 pad[15];
-	struct prefix prefixes[MAX_PREFIXES];
 	struct hot_task tasks[HOT_TASKS];
 	struct hot_count counts[HOT_COUNTS];
 	char path[PATH_BYTES]; /* an opened path, before it is known sensitive */
+};
+
+/* Global data the program addresses directly (no map lookup): the
+ * sensitive path prefixes, the syscalls worth an event with their arguments
+ * (a bit per number below FAST_SYSCALLS, tracer.go: argSyscalls) in a cache
+ * line of their own, and the kernel side's share of the membership
+ * generation, in the next line with user space's share (ugen, which the
+ * compiler places right after this struct). */
+struct config {
+	struct prefix prefixes[MAX_PREFIXES];
+	u64 arg_bits[FAST_SYSCALLS / 64];
+	u32 pad;
+	u32 gen;
 };
 
 struct count_key {

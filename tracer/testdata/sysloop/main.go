@@ -23,6 +23,7 @@
 //	                   /etc/shadow.sandcheck-kinds- twice each (ENOENT):
 //	                   more kinds of interesting calls than a tree may
 //	                   stream
+//	sysloop open P...  opens each path once (read-only)
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
@@ -79,6 +80,10 @@ func main() {
 	case "mix":
 		n, _ := strconv.Atoi(os.Args[2])
 		mix(n)
+	case "open":
+		for _, p := range os.Args[2:] {
+			unix.Open(p, unix.O_RDONLY, 0)
+		}
 	case "kinds":
 		n, _ := strconv.Atoi(os.Args[2])
 		for i := range n {
