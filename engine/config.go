@@ -67,6 +67,10 @@ type Config struct {
 	// Parallel is how many sandboxes of their own the run's probes may
 	// hold at once (0 or 1: one probe at a time, in catalog order).
 	Parallel int
+	// HangProbe is for tests only: the probe binary hangs before running
+	// this probe (probes.Params.HangBefore), to check how a hung task is
+	// cut. Empty in every real run; the CLI never sets it.
+	HangProbe string
 	// Pool narrows a fleet target (kubernetes pools) to one of its pools
 	// ("" = the target as it is).
 	Pool string
