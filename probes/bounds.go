@@ -24,6 +24,8 @@ type Bounds struct {
 	ShmMiB int64 `json:"shm_mib,omitempty"`
 	// Inodes is how many files resources.inode-exhaustion creates per place.
 	Inodes int64 `json:"inodes,omitempty"`
+	// OutputFileBytes is the size of the file output.oversize writes.
+	OutputFileBytes int64 `json:"output_file_bytes,omitempty"`
 	// Timeouts are the harness's timeouts of the probes whose bound grew
 	// past the default (the catalog's timeout for the rest), so that the
 	// probe binary's own deadline grows with the bound too.
