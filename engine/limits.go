@@ -125,10 +125,10 @@ func (e *Engine) limitBounds() *probes.Bounds {
 	b := e.limits().bounds
 	for id, f := range e.limits().scale {
 		if s, ok := probes.Lookup(id); ok {
-			if b.Timeouts == nil {
-				b.Timeouts = map[string]probes.Duration{}
+			if b.TimeoutsMsec == nil {
+				b.TimeoutsMsec = map[string]int64{}
 			}
-			b.Timeouts[id] = probes.Duration(float64(s.Timeout) * f)
+			b.TimeoutsMsec[id] = time.Duration(float64(s.Timeout) * f).Milliseconds()
 		}
 	}
 	if reflect.ValueOf(b).IsZero() {

@@ -57,6 +57,16 @@ func TestLimitBoundsCarryTimeouts(t *testing.T) {
 	if b == nil || b.CPUMsec != 50000 {
 		t.Fatalf("bounds %+v", b)
 	}
+	// As the probe binary reads them.
+	doc, err := probes.Params{Schema: probes.ParamsSchema, Bounds: b}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := probes.ParseParams([]byte(doc))
+	if err != nil {
+		t.Fatalf("the probe binary refuses the bounds: %v", err)
+	}
+	b = p.Bounds
 	spec, _ := probes.Lookup("resources.cpu-deadline")
 	got := b.Timeout("resources.cpu-deadline", spec.Timeout.D())
 	if want := time.Duration(float64(spec.Timeout) * 50000 / 4000); got != want {
