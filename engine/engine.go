@@ -240,7 +240,10 @@ func (e *Engine) harnessError(err error) {
 	e.harness = append(e.harness, err.Error())
 	e.mu.Unlock()
 	e.emit("harness-error", err.Error())
-	e.log.Error("harness error", "err", err)
+	// Debug, not Error: the CLI prints the run's harness errors once at
+	// its end, each cause once; an Error log here was one line per probe
+	// when the engine stopped (issue 16 item 12).
+	e.log.Debug("harness error", "err", err)
 }
 
 func (e *Engine) emit(typ string, data any) {
