@@ -71,6 +71,10 @@ type Config struct {
 	// built by the caller from this configuration (NewGrader), so the
 	// policies are compiled once; nil builds it.
 	Grader *policies.Grader
+	// HangProbe is for tests only: the probe binary hangs before running
+	// this probe (probes.Params.HangBefore), to check how a hung task is
+	// cut. Empty in every real run; the CLI never sets it.
+	HangProbe string
 	// Pool narrows a fleet target (kubernetes pools) to one of its pools
 	// ("" = the target as it is).
 	Pool string

@@ -69,12 +69,10 @@ type Engine struct {
 	closing sync.WaitGroup
 
 	batchOnce sync.Once
-	batch     struct {
-		reports map[string]selfReport
-		token   string
-		sb      *sandbox
-		err     error
-	}
+	batch     map[string]batchResult // the shared batch's results (batch.go)
+	// runCtx is the run's context (set by Run): a batch runs under it, not
+	// under the deadline of the probe that asked for it first.
+	runCtx context.Context
 
 	// limitOnce makes limitPlan, the limit probes' bounds (limits.go).
 	limitOnce sync.Once
@@ -254,7 +252,10 @@ func (e *Engine) harnessError(err error) {
 	e.harness = append(e.harness, err.Error())
 	e.mu.Unlock()
 	e.emit("harness-error", err.Error())
-	e.log.Error("harness error", "err", err)
+	// Debug, not Error: the CLI prints the run's harness errors once at
+	// its end, each cause once; an Error log here was one line per probe
+	// when the engine stopped (issue 16 item 12).
+	e.log.Debug("harness error", "err", err)
 }
 
 func (e *Engine) emit(typ string, data any) {
@@ -400,27 +401,20 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 // hands out their results.
 func (e *Engine) fromBatch(ctx context.Context, spec probes.Spec, res *evidence.Result) error {
 	e.batchOnce.Do(func() {
-		var shared []probes.Spec
-		for _, s := range e.cfg.Selected {
-			// Only what Probe carries out: a probe this runner cannot test,
-			// or of another platform, never runs in the batch either.
-			if s.Sandbox == probes.Shared && e.runnable(s) {
-				shared = append(shared, s)
-			}
-		}
+		shared := e.sharedSpecs()
 		if len(shared) == 0 {
 			shared = []probes.Spec{spec}
 		}
-		e.batch.reports, e.batch.token, e.batch.sb, e.batch.err = e.runTask(ctx, "shared", shared, "", "")
+		e.batch = e.runBatch(e.batchCtx(ctx), shared)
 	})
-	if e.batch.err != nil {
-		return e.batch.err
-	}
-	r, ok := e.batch.reports[spec.ID]
+	r, ok := e.batch[spec.ID]
 	if !ok {
 		return fmt.Errorf("probe %s was not in the shared batch", spec.ID)
 	}
-	e.fill(spec, res, r, e.batch.token, e.batch.sb)
+	if r.err != nil {
+		return r.err
+	}
+	e.fill(spec, res, r.report, r.token, r.sb)
 	return nil
 }
 
@@ -486,13 +480,9 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 	}
 	e.collectOutput(token, ids, sb, out)
 	if wctx.Err() != nil && ctx.Err() == nil {
-		reports := map[string]selfReport{}
-		for _, id := range ids {
-			d := fmt.Sprintf("probes did not finish within %s", budget)
-			reports[id] = selfReport{Outcome: probes.Inconclusive, Detail: d,
-				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "timeout", Summary: d}}}
-		}
-		return reports, token, sb, nil
+		// Cut at the task's budget: what reported keeps its result
+		// (batch.go).
+		return cutReports(ids, out, budget), token, sb, nil
 	}
 	return interpretAll(ids, out), token, sb, nil
 }
@@ -577,6 +567,7 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	e.outputParams(&p, ids)
 	e.inputsParams(&p)
 	p.Bounds = e.limitBounds()
+	p.HangBefore = e.cfg.HangProbe
 	return p
 }
 

@@ -18,6 +18,9 @@ type selfReport struct {
 	Items   []evidence.Item
 	// Fields are the probe's evidence fields, for host-side joins.
 	Fields map[string]string
+	// hung and notRun mark, in a batch cut at its budget, the probe that
+	// hung it and the probes after it that never ran (batch.go).
+	hung, notRun bool
 }
 
 // interpretAll reads one probe invocation's output for the probes asked of

@@ -21,17 +21,17 @@ import (
 
 // limitMax is the largest value of each limit a profile allows.
 type limitMax struct {
-	cpu                        time.Duration
-	pids, nofile, inodes       int64
-	memory, shm, tmpfs         int64 // bytes
-	cpuKey, pidsKey, nofileKey string
+	cpu                      time.Duration
+	pids, nofile, inodes     int64
+	memory, shm, tmpfs, file int64 // bytes
 }
 
 // defaultLimitMax is what every profile of the design guide allows today:
 // a minute of CPU per task, 8192 tasks, 65536 descriptors, 4 GiB of memory,
-// 2 GiB of /dev/shm and of each scratch tmpfs, 262144 inodes per tmpfs.
+// 2 GiB of /dev/shm and of each scratch tmpfs, 262144 inodes per tmpfs,
+// 64 MiB per released file.
 var defaultLimitMax = limitMax{cpu: time.Minute, pids: 8192, nofile: 65536, inodes: 262144,
-	memory: 4 << 30, shm: 2 << 30, tmpfs: 2 << 30}
+	memory: 4 << 30, shm: 2 << 30, tmpfs: 2 << 30, file: 64 << 20}
 
 // limitMaxFor is the maximum the profile allows.
 func limitMaxFor(profile string) limitMax {
@@ -49,6 +49,7 @@ const (
 	defDiskMiB   = 256
 	defShmMiB    = 96
 	defInodes    = 16384
+	defFileBytes = 4 << 20
 )
 
 // limitPlan is, for one run, how far each limit probe pushes, how much
@@ -106,6 +107,7 @@ func planLimits(d targets.Declared, m limitMax) limitPlan {
 	one([]string{"resources.shm-fill"}, "docker.shm_size", d.ShmBytes/mib, m.shm/mib, " MiB", defShmMiB, 16, func(v int64) { b.ShmMiB = v })
 	one([]string{"resources.disk-fill", "resources.rootfs-fill", "resources.decompression-bomb"}, "docker.tmpfs size", d.TmpfsBytes/mib, m.tmpfs/mib, " MiB", defDiskMiB, 16, func(v int64) { b.DiskMiB = v })
 	one([]string{"resources.inode-exhaustion"}, "docker.tmpfs nr_inodes", d.TmpfsInodes, m.inodes, "", defInodes, 256, func(v int64) { b.Inodes = v })
+	one([]string{"output.oversize"}, "output.max_file_bytes", d.OutputFileBytes, m.file, " bytes", defFileBytes, 64<<10, func(v int64) { b.OutputFileBytes = v })
 	return p
 }
 
@@ -123,10 +125,10 @@ func (e *Engine) limitBounds() *probes.Bounds {
 	b := e.limits().bounds
 	for id, f := range e.limits().scale {
 		if s, ok := probes.Lookup(id); ok {
-			if b.Timeouts == nil {
-				b.Timeouts = map[string]probes.Duration{}
+			if b.TimeoutsMsec == nil {
+				b.TimeoutsMsec = map[string]int64{}
 			}
-			b.Timeouts[id] = probes.Duration(float64(s.Timeout) * f)
+			b.TimeoutsMsec[id] = time.Duration(float64(s.Timeout) * f).Milliseconds()
 		}
 	}
 	if reflect.ValueOf(b).IsZero() {

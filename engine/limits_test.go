@@ -15,10 +15,10 @@ import (
 // (4 s of CPU against a 6 s budget).
 func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
 	d := targets.Declared{CPUBudget: 6 * time.Second, Pids: 1000, Nproc: 2000, Nofile: 10000,
-		MemoryBytes: 1 << 30, ShmBytes: 256 << 20, TmpfsBytes: 512 << 20, TmpfsInodes: 50000}
+		MemoryBytes: 1 << 30, ShmBytes: 256 << 20, TmpfsBytes: 512 << 20, TmpfsInodes: 50000, OutputFileBytes: 16 << 20}
 	p := planLimits(d, defaultLimitMax)
 	want := probes.Bounds{CPUMsec: 7500, Processes: 1064, Threads: 2064, MemoryMiB: 1280, Files: 10064,
-		DiskMiB: 528, ShmMiB: 272, Inodes: 50256}
+		DiskMiB: 528, ShmMiB: 272, Inodes: 50256, OutputFileBytes: 16<<20 + 64<<10}
 	if !reflect.DeepEqual(p.bounds, want) {
 		t.Errorf("bounds\n got %+v\nwant %+v", p.bounds, want)
 	}
@@ -57,6 +57,16 @@ func TestLimitBoundsCarryTimeouts(t *testing.T) {
 	if b == nil || b.CPUMsec != 50000 {
 		t.Fatalf("bounds %+v", b)
 	}
+	// As the probe binary reads them.
+	doc, err := probes.Params{Schema: probes.ParamsSchema, Bounds: b}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := probes.ParseParams([]byte(doc))
+	if err != nil {
+		t.Fatalf("the probe binary refuses the bounds: %v", err)
+	}
+	b = p.Bounds
 	spec, _ := probes.Lookup("resources.cpu-deadline")
 	got := b.Timeout("resources.cpu-deadline", spec.Timeout.D())
 	if want := time.Duration(float64(spec.Timeout) * 50000 / 4000); got != want {

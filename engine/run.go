@@ -61,6 +61,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	// The limit probes' timeouts grow with their bounds (limits.go).
 	e.cfg.Selected = e.fitLimits(e.cfg.Selected)
+	e.runCtx = ctx
 	e.probeAll(ctx, e.fitLimits(sel))
 	return e.Conclude(context.WithoutCancel(ctx))
 }

@@ -24,17 +24,20 @@ type Bounds struct {
 	ShmMiB int64 `json:"shm_mib,omitempty"`
 	// Inodes is how many files resources.inode-exhaustion creates per place.
 	Inodes int64 `json:"inodes,omitempty"`
-	// Timeouts are the harness's timeouts of the probes whose bound grew
+	// OutputFileBytes is the size of the file output.oversize writes.
+	OutputFileBytes int64 `json:"output_file_bytes,omitempty"`
+	// TimeoutsMsec are the harness's timeouts of the probes whose bound grew
 	// past the default (the catalog's timeout for the rest), so that the
 	// probe binary's own deadline grows with the bound too.
-	Timeouts map[string]Duration `json:"timeouts,omitempty"`
+	// In milliseconds.
+	TimeoutsMsec map[string]int64 `json:"timeouts_ms,omitempty"`
 }
 
 // Timeout is the harness's timeout of probe id, or def.
 func (b *Bounds) Timeout(id string, def time.Duration) time.Duration {
 	if b != nil {
-		if d, ok := b.Timeouts[id]; ok && d > 0 {
-			return d.D()
+		if ms, ok := b.TimeoutsMsec[id]; ok && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
 		}
 	}
 	return def

@@ -142,6 +142,11 @@ type Params struct {
 	// the target declares (see Bounds). Nil or a zero field: the probe's
 	// own default bound.
 	Bounds *Bounds `json:"bounds,omitempty"`
+	// HangBefore is for the harness's own tests only: the probe binary
+	// hangs (sleeps for an hour) before running the probe of this ID, as a
+	// probe blocked in the kernel would, so that a test can check how a
+	// hung task is cut. Empty in every real run.
+	HangBefore string `json:"hang_before,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

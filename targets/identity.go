@@ -121,7 +121,7 @@ func (id Identity) String() string {
 // run, its task and the policy it runs under, through identities the
 // platform itself gives (acme.io/run, not sandcheck's vocabulary). The
 // harness reads them from the runtime's view of each sandbox (Docker
-// labels, Kubernetes labels and annotations).
+// labels, Kubernetes pod labels; annotations are not in the view yet).
 type Attribution struct {
 	// Run is the label carrying the platform's run (or session) identity.
 	Run string `yaml:"run"`

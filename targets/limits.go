@@ -24,6 +24,9 @@ type Declared struct {
 	TmpfsBytes int64
 	// TmpfsInodes is the largest nr_inodes of a docker.tmpfs mount.
 	TmpfsInodes int64
+	// OutputFileBytes is output.max_file_bytes, the release's per-file
+	// bound (any runner).
+	OutputFileBytes int64
 }
 
 // DeclaredLimits returns the limits the target declares for its sandboxes
@@ -34,6 +37,9 @@ func (t *Target) DeclaredLimits() Declared {
 	var l Declared
 	if t == nil {
 		return l
+	}
+	if t.Output != nil {
+		l.OutputFileBytes, _ = t.Output.OutputBounds()
 	}
 	if t.Bwrap != nil {
 		b := t.Bwrap.Limits

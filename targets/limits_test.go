@@ -12,7 +12,7 @@ func TestDeclaredLimits(t *testing.T) {
 	}
 	got := tg.DeclaredLimits()
 	want := Declared{CPUBudget: 3 * time.Second, CPUs: tg.Docker.CPUs, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20,
-		ShmBytes: 8 << 20, TmpfsBytes: 32 << 20, TmpfsInodes: 4096}
+		ShmBytes: 8 << 20, TmpfsBytes: 32 << 20, TmpfsInodes: 4096, OutputFileBytes: 64 << 10}
 	if got != want {
 		t.Errorf("hardened reference:\n got %+v\nwant %+v", got, want)
 	}

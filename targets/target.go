@@ -58,7 +58,7 @@ type Target struct {
 	// ImageVerify, when set, has the harness verify the image's signature
 	// and SBOM before any sandbox starts (see ImageVerify).
 	ImageVerify *ImageVerify `yaml:"image_verify,omitempty"`
-	// Attribution names the platform's own labels (or annotations) that
+	// Attribution names the platform's own labels that
 	// carry each sandbox's run, task and policy identity (nil: the
 	// sandboxes' labels must name sandcheck's run, target and task).
 	Attribution *Attribution `yaml:"attribution,omitempty"`

@@ -163,6 +163,11 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	}
 	enc := json.NewEncoder(stdout)
 	for _, id := range ids {
+		if id == p.HangBefore {
+			// The harness's tests only: hang as a probe blocked in the
+			// kernel would, until the harness cuts the task.
+			time.Sleep(hangFor)
+		}
 		r, err := impl.Run(context.Background(), id, p)
 		if err != nil {
 			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
@@ -200,6 +205,9 @@ func packOutput(w io.Writer, dir string, lim impl.PackLimits) int {
 	}
 	return 0
 }
+
+// hangFor is how long a test's hang (Params.HangBefore) lasts at most.
+const hangFor = time.Hour
 
 // goAheadWait bounds how long a task waits for the harness's go-ahead.
 const goAheadWait = 60 * time.Second

@@ -72,29 +72,47 @@ var probeErr = regexp.MustCompile(`^probe (\S+): (.*)$`)
 // maxNamedProbes is how many probes a grouped harness error names.
 const maxNamedProbes = 5
 
+// causeDepth is how many of an error chain's innermost messages ("doing
+// what: cause") name its cause, for grouping.
+const causeDepth = 3
+
+// cause is the innermost causeDepth messages of an error chain: the outer
+// ones name the sandbox or task it happened in, which differ per probe.
+func cause(msg string) string {
+	parts := strings.Split(msg, ": ")
+	if len(parts) <= causeDepth {
+		return msg
+	}
+	return strings.Join(parts[len(parts)-causeDepth:], ": ")
+}
+
 // harnessLines turns the run's harness errors into the lines to print: one
 // cause, once. An engine failure (the engine stopped, an image removed)
-// fails every probe after it the same way; those errors are one line
-// naming how many probes it cost and the first few, in the order first
-// seen, not one line per probe.
+// fails every probe after it the same way, each in a sandbox of its own
+// name; those errors are one line giving the cause, how many probes it
+// cost and the first few, in the order first seen, not one line per probe.
 func harnessLines(errs []string) []string {
 	type group struct {
-		msg    string
+		first  string // the first error, whole
+		cause  string
 		probes []string
+		n      int
 	}
 	var order []*group
-	byMsg := map[string]*group{}
+	byCause := map[string]*group{}
 	for _, e := range errs {
 		msg, probe := e, ""
 		if m := probeErr.FindStringSubmatch(e); m != nil {
 			probe, msg = m[1], m[2]
 		}
-		g := byMsg[msg]
+		c := cause(msg)
+		g := byCause[c]
 		if g == nil {
-			g = &group{msg: msg}
-			byMsg[msg] = g
+			g = &group{first: e, cause: c}
+			byCause[c] = g
 			order = append(order, g)
 		}
+		g.n++
 		if probe != "" {
 			g.probes = append(g.probes, probe)
 		}
@@ -102,14 +120,14 @@ func harnessLines(errs []string) []string {
 	out := make([]string, 0, len(order))
 	for _, g := range order {
 		switch n := len(g.probes); {
-		case n == 0:
-			out = append(out, g.msg)
-		case n == 1:
-			out = append(out, "probe "+g.probes[0]+": "+g.msg)
+		case g.n == 1:
+			out = append(out, g.first)
+		case n <= 1:
+			out = append(out, fmt.Sprintf("%s (%d times)", g.cause, g.n))
 		case n <= maxNamedProbes:
-			out = append(out, fmt.Sprintf("%s (%d probes: %s)", g.msg, n, strings.Join(g.probes, ", ")))
+			out = append(out, fmt.Sprintf("%s (%d probes: %s)", g.cause, n, strings.Join(g.probes, ", ")))
 		default:
-			out = append(out, fmt.Sprintf("%s (%d probes: %s and %d more; every error is in run.json)", g.msg, n, strings.Join(g.probes[:maxNamedProbes], ", "), n-maxNamedProbes))
+			out = append(out, fmt.Sprintf("%s (%d probes: %s and %d more; every error is in run.json)", g.cause, n, strings.Join(g.probes[:maxNamedProbes], ", "), n-maxNamedProbes))
 		}
 	}
 	return out

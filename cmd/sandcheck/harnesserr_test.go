@@ -94,3 +94,23 @@ func TestEmptyFilesSaySo(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessLinesOneCauseManySandboxes: the same cause met in sandboxes of
+// different names (as a stopped engine gives) is one line; a different
+// cause keeps its own.
+func TestHarnessLinesOneCauseManySandboxes(t *testing.T) {
+	errs := []string{
+		"probe r.a: starting sandbox shared: starting container sc-1-share-4312: sandbox did not start: container create: Error response from daemon: stopped",
+		"probe r.b: check task: starting sandbox pair-check: starting container sc-1-pair-2cc4: sandbox did not start: container create: Error response from daemon: stopped",
+		"probe r.c: starting sandbox r.c: starting container sc-1-resou-46c6: sandbox did not start: container create: Error response from daemon: stopped",
+		"probe r.d: copying output: disk full",
+	}
+	got := harnessLines(errs)
+	want := []string{
+		"container create: Error response from daemon: stopped (3 probes: r.a, r.b, r.c)",
+		"probe r.d: copying output: disk full",
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -216,6 +217,10 @@ func concludeQuiet(w, errw io.Writer, o *engine.Outcome, failOnWarn, quiet bool)
 	return nil
 }
 
+// harnessReason is a criterion's reason for a probe the harness could not
+// run; the harness error itself is printed once on stderr.
+var harnessReason = regexp.MustCompile(`^probe \S+ was inconclusive: harness: `)
+
 // printVerdict shows each criterion, the reasons of those that did not
 // pass, the waivers and the warnings.
 func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
@@ -229,8 +234,17 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 		}
 		fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
 		if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed || c.Status == evidence.StatusWaived {
+			harness := 0
 			for _, r := range c.Reasons {
+				if harnessReason.MatchString(r) {
+					// Said once, with the harness errors (stderr).
+					harness++
+					continue
+				}
 				fmt.Fprintf(w, "               - %s\n", r)
+			}
+			if harness > 0 {
+				fmt.Fprintf(w, "               - %d probes could not run: see the harness errors\n", harness)
 			}
 		}
 	}

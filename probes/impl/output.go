@@ -27,7 +27,7 @@ func init() {
 		"output.symlink-out":    outputProbe("symlink-out", plantSymlinks),
 		"output.traversal-name": outputProbe("traversal-name", plantTraversalNames),
 		"output.special-files":  outputProbe("special-files", plantSpecialFiles),
-		"output.oversize":       outputProbe("oversize", plantOversize),
+		"output.oversize":       oversizeProbe,
 		"output.archive-bomb":   outputProbe("archive-bomb", plantArchiveBombs),
 		"output.secret-content": outputProbe("secret-content", plantSecret),
 		"output.eicar":          outputProbe("eicar", plantEICAR),
@@ -150,12 +150,21 @@ func plantSpecialFiles(dir, prefix string, e ev) ([]string, error) {
 	return planted, first
 }
 
-func plantOversize(dir, prefix string, e ev) ([]string, error) {
-	e.setInt("bytes", oversizeBytes)
-	return plantAll(dir, []struct {
-		name string
-		body []byte
-	}{{prefix + ".bin", bytes.Repeat([]byte("sandcheck oversize "), oversizeBytes/19+1)[:oversizeBytes]}})
+// oversizeProbe writes one file past the release's per-file bound: 4 MiB,
+// or more when the harness sets a larger bound (past the target's declared
+// max_file_bytes, probes.Bounds.OutputFileBytes).
+func oversizeProbe(ctx context.Context, p probes.Params) probes.Result {
+	return outputProbe("oversize", oversizePlanter(int(probes.Bound(bounds(p).OutputFileBytes, oversizeBytes))))(ctx, p)
+}
+
+func oversizePlanter(n int) planter {
+	return func(dir, prefix string, e ev) ([]string, error) {
+		e.setInt("bytes", n)
+		return plantAll(dir, []struct {
+			name string
+			body []byte
+		}{{prefix + ".bin", bytes.Repeat([]byte("sandcheck oversize "), n/19+1)[:n]}})
+	}
 }
 
 func plantArchiveBombs(dir, prefix string, e ev) ([]string, error) {

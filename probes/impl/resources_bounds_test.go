@@ -2,6 +2,8 @@ package impl
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -58,5 +60,25 @@ func TestLimitProbesTakeTheSetBound(t *testing.T) {
 	}
 	if s, err := bombStream(40); err != nil || len(s) == 0 {
 		t.Errorf("bomb stream for 40 MiB: %v", err)
+	}
+}
+
+// TestOversizeWritesPastTheSetBound: output.oversize writes past a declared
+// per-file bound larger than its default 4 MiB (a release bounded at 5 MiB
+// per file would otherwise release the 4 MiB file and be graded unbounded).
+func TestOversizeWritesPastTheSetBound(t *testing.T) {
+	dir := t.TempDir()
+	n := int64(5<<20 + 64<<10)
+	r := oversizeProbe(context.Background(), probes.Params{Token: "tok", OutputDir: dir, Bounds: &probes.Bounds{OutputFileBytes: n}})
+	if r.Evidence["bytes"] != strconv.FormatInt(n, 10) {
+		t.Fatalf("evidence %v", r.Evidence)
+	}
+	st, err := os.Stat(filepath.Join(dir, probes.OutputArtifactPrefix("tok", "output.oversize")+".bin"))
+	if err != nil || st.Size() != n {
+		t.Errorf("planted file: %v, %v", st, err)
+	}
+	r = oversizeProbe(context.Background(), probes.Params{Token: "tok2", OutputDir: dir})
+	if r.Evidence["bytes"] != strconv.Itoa(oversizeBytes) {
+		t.Errorf("default: evidence %v", r.Evidence)
 	}
 }
