@@ -51,6 +51,9 @@ func osbServer(t *testing.T, target string, cfg fixture.Config) (string, *fixtur
 		if left, err := srv.Containers(context.Background()); err != nil || len(left) > 0 {
 			t.Errorf("containers left by the server's sandboxes: %v %v", left, err)
 		}
+		if left, err := srv.Networks(context.Background()); err != nil || len(left) > 0 {
+			t.Errorf("networks left by the server's sandboxes: %v %v", left, err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
@@ -324,6 +327,7 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
 		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
 		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
+		{"network-per-sandbox", fixture.Config{NetworkPerSandbox: true}, probes.Blocked, "err"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
