@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func osbServer(t *testing.T, target string, cfg fixture.Config) (string, *fixtur
 		if left, err := srv.Containers(context.Background()); err != nil || len(left) > 0 {
 			t.Errorf("containers left by the server's sandboxes: %v %v", left, err)
 		}
+		if left, err := srv.Networks(context.Background()); err != nil || len(left) > 0 {
+			t.Errorf("networks left by the server's sandboxes: %v %v", left, err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
@@ -89,17 +93,6 @@ func keyNowhere(t *testing.T, r run) {
 		}
 		return nil
 	})
-}
-
-// harnessDetail is a result's detail when the harness could not carry the
-// probe out ("harness: ..."), empty otherwise.
-func harnessDetail(r run, id string) string {
-	for _, res := range r.rec.Results {
-		if res.Probe == id && strings.HasPrefix(res.Detail, "harness:") {
-			return res.Detail
-		}
-	}
-	return ""
 }
 
 func outcomes(r run) map[string]probes.Outcome {
@@ -163,15 +156,7 @@ func TestOpenSandboxControls(t *testing.T) {
 	// What neither configuration holds, because the API offers no control
 	// for it (execd runs commands as root, with its own token in their
 	// environment on the hardened server; no read-only root filesystem).
-	for _, id := range []string{"privilege.root-uid", "persistence.rootfs-write", "privilege.opensandbox-execd-unauthenticated"} {
-		if d := harnessDetail(hard, id); wo[id] == probes.Escaped && ho[id] == probes.Inconclusive && d != "" {
-			// The hardened platform OOM-kills a whole sandbox, execd with
-			// it, at its memory limit (the run's allowed harness errors):
-			// a probe of the killed sandbox could not report. Logged, never
-			// passed.
-			t.Logf("%s: hardened inconclusive, its sandbox gone: %s", id, d)
-			continue
-		}
+	for _, id := range noAPIControl {
 		if wo[id] != probes.Escaped || ho[id] != probes.Escaped {
 			t.Errorf("%s: weak %s, hardened %s; want escaped in both (the API has no control for it)", id, wo[id], ho[id])
 		}
@@ -183,18 +168,79 @@ func TestOpenSandboxControls(t *testing.T) {
 		}
 	}
 	// The platform kills the whole sandbox (gVisor sentry and execd with it)
-	// at its memory limit: the resource probes that push it lose their
-	// stream, which the engine records as a harness error (exit 2), with
-	// the platform's own account of the death. Anything else is a failure.
-	for _, e := range hard.rec.Errors {
-		if !strings.HasPrefix(e, "probe resources.") || !strings.Contains(e, "the platform now reports the sandbox Failed") {
-			t.Errorf("hardened: harness error %q", e)
+	// at its memory limit: the probe that pushed it is contained, in the
+	// platform's own words (runtime evidence oom-killed), no harness error,
+	// and the next probes get a fresh sandbox.
+	if len(hard.rec.Errors) > 0 {
+		t.Errorf("hardened: harness errors %v", hard.rec.Errors)
+	}
+	killed := 0
+	for i, res := range hard.rec.Results {
+		if it, ok := hostItem(res, evidence.SourceRuntime, "oom-killed"); ok {
+			killed++
+			if eff := hard.rec.Effective(i); eff != probes.Blocked {
+				t.Errorf("hardened: %s: the platform OOM-killed its sandbox (%s), yet graded %s", res.Probe, it.Summary, eff)
+			}
+			t.Logf("hardened: %s contained by the platform: %s", res.Probe, it.Summary)
 		}
 	}
-	if hard.code != 1 && !(hard.code == 2 && len(hard.rec.Errors) > 0) {
-		t.Errorf("hardened: exit %d (errors %v)", hard.code, hard.rec.Errors)
+	t.Logf("hardened: %d probes' sandboxes OOM-killed by the platform", killed)
+	// The hardened run fails only for the findings listed (hardenedFindings)
+	// and for criteria it cannot confirm without a runtime view: no other
+	// attempt escapes. A listed finding that held this time is logged.
+	profile := hard.rec.Target.Profile
+	for _, s := range probes.Catalog() {
+		o := ho[s.ID]
+		if o == probes.Escaped && s.ExpectedOn("opensandbox", profile) != probes.Escaped && !slices.Contains(hardenedFindings, s.ID) {
+			t.Errorf("hardened: %s escaped, not one of the listed findings", s.ID)
+		}
 	}
-	t.Logf("hardened: exit %d, harness errors %v", hard.code, hard.rec.Errors)
+	for _, id := range hardenedFindings {
+		if ho[id] != probes.Escaped {
+			t.Logf("hardened: listed finding %s was %s this time", id, ho[id])
+		}
+	}
+	if hard.code != 1 {
+		t.Errorf("hardened: exit %d, want 1 (the listed findings)", hard.code)
+	}
+	for _, c := range hard.rec.Verdict.Criteria {
+		if c.Status != "pass" {
+			t.Logf("hardened: %s %s: %d reasons, first: %s", c.ID, c.Status, len(c.Reasons), firstOf(c.Reasons))
+		}
+	}
+}
+
+// noAPIControl are findings the lifecycle API offers no control for, on
+// weak and hardened alike: execd runs every command as root, with its own
+// token in the command's environment, and the create request has no
+// read-only root filesystem.
+var noAPIControl = []string{"privilege.root-uid", "persistence.rootfs-write", "privilege.opensandbox-execd-unauthenticated"}
+
+// hardenedFindings are every attempt the hardened OpenSandbox reference
+// still lets through (measured: gVisor, execd token per sandbox, deny-all
+// dns+nft egress, 1 CPU, 256Mi). The create request has no user, capability,
+// seccomp, read-only or pids setting, so upstream's Docker defaults decide:
+// execd runs tasks as root with most capabilities (user and mount
+// namespaces, setns, io_uring, perf under gVisor's own kernel), a writable
+// root and scratch without limits, no cap on threads or descriptors below
+// pids 4096, and a sandbox that lives across tasks (what one task leaves,
+// the next meets); execd's token sits in every command's environment.
+var hardenedFindings = append(slices.Clone(noAPIControl),
+	"attribution.hostname",
+	"persistence.background-process", "persistence.crontab", "persistence.scratch-not-empty",
+	"persistence.scratch-unlimited", "persistence.shell-startup",
+	"privilege.dangerous-caps", "privilege.seccomp", "privilege.uid0-host-mapped", "privilege.userns-create",
+	"resources.fd-exhaustion", "resources.inode-exhaustion", "resources.rootfs-fill", "resources.setsid-daemon",
+	"resources.sigterm-ignore", "resources.thread-bomb",
+	"secrets.env-secret-shape", "secrets.proc-environ",
+	"syscalls.io-uring-setup", "syscalls.open-by-handle-at", "syscalls.perf-event-open", "syscalls.setns",
+	"syscalls.syslog", "syscalls.unshare")
+
+func firstOf(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return l[0]
 }
 
 // TestOpenSandboxFaults: a platform whose API answers 500, malformed JSON or
@@ -281,6 +327,7 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
 		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
 		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
+		{"network-per-sandbox", fixture.Config{NetworkPerSandbox: true}, probes.Blocked, "err"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -407,4 +454,64 @@ func TestOpenSandboxExecdPublished(t *testing.T) {
 			t.Logf("%s: %s", c.name, it.Summary)
 		})
 	}
+}
+
+// TestCompareRemoteRunners: real runs of the process control, Docker with
+// runc, OpenSandbox (through its API, against the fixture server), the
+// gateway (its fixture server) and the command runner (the docker CLI as
+// the platform) side by side in `sandcheck compare`, Markdown and HTML:
+// one column each, named by the runner run.json records, local kinds first.
+func TestCompareRemoteRunners(t *testing.T) {
+	const probe = "privilege.root-uid"
+	var outs []string
+	add := func(r run) {
+		t.Helper()
+		rec := r.mustRecord(t)
+		if r.code == 2 || len(rec.Errors) > 0 {
+			t.Fatalf("%s: exit %d, harness errors %v\n%s", rec.Runner, r.code, rec.Errors, r.stderr)
+		}
+		outs = append(outs, r.out)
+	}
+	osbT, _ := osbServer(t, "opensandbox-weak.yaml", fixture.Config{})
+	add(sandcheck(t, "run", "--target", osbT, "--probes", probe))
+	g := startGateway(t)
+	add(sandcheck(t, "run", "--target", g.target(t, "gateway-weak.yaml"), "--probes", probe))
+	add(sandcheck(t, "run", "--target", "fixtures/targets/command-weak.yaml", "--probes", probe))
+	add(sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--probes", probe))
+	add(sandcheck(t, "run", "--target", "fixtures/targets/process.yaml", "--probes", probe))
+	cmp := t.TempDir()
+	r := sandcheck(t, append(append([]string{"compare"}, outs...), "--out", cmp)...)
+	if r.code != 0 {
+		t.Fatalf("compare: exit %d\n%s", r.code, r.stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(cmp, "compare.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(cmp, "compare.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runnerRow, probeRow string
+	for _, l := range strings.Split(string(md), "\n") {
+		switch {
+		case strings.HasPrefix(l, "| Runner |"):
+			runnerRow = l
+		case strings.HasPrefix(l, "| ` "+probe+" ` |"):
+			probeRow = l
+		}
+	}
+	if want := "| Runner | ` process ` | ` docker ` | ` opensandbox ` | ` gateway ` | ` command ` |"; runnerRow != want {
+		t.Errorf("runner row %q, want %q\n%s", runnerRow, want, md)
+	}
+	if want := "| escaped | escaped | escaped | escaped | escaped |"; !strings.HasSuffix(probeRow, want) {
+		t.Errorf("%s row %q, want every kind escaped (as root on every weak reference)", probe, probeRow)
+	}
+	for _, s := range []string{"<th>process</th><th>docker/runc</th><th>opensandbox</th><th>gateway</th><th>command</th>",
+		"OpenSandbox lifecycle API and execd", "not traced (remote platform)"} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("compare.html lacks %q", s)
+		}
+	}
+	t.Logf("compare.md:\n%s", md)
 }

@@ -88,6 +88,9 @@ type sandbox struct {
 	tokens map[string]string
 	// cpu is the CPU budget watchdog on a one-task sandbox (cpubudget.go).
 	cpu *cpuWatch
+	// killed is set (under Engine.mu) when the platform killed the sandbox
+	// under a probe (runners.KilledError); it is then replaced.
+	killed bool
 }
 
 // New loads the target, prepares the run folder, the probe delivery
@@ -345,7 +348,10 @@ func (e *Engine) runShared(ctx context.Context, spec probes.Spec, res *evidence.
 		e.mu.Unlock()
 	}
 	err := e.execOne(ctx, sb, spec, res, "", "")
-	if err != nil {
+	e.mu.Lock()
+	killed := sb.killed
+	e.mu.Unlock()
+	if err != nil || killed {
 		// The sandbox may have died under the probe; the next probe gets a
 		// fresh one rather than inheriting the failure.
 		e.mu.Lock()
@@ -526,6 +532,20 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 			d := "the probe's sandbox was killed at its CPU budget"
 			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
 				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "killed", Summary: d}}}, token, s)
+			return nil
+		}
+		if ke := (*runners.KilledError)(nil); errors.As(err, &ke) && ke.OOM {
+			// The platform killed the whole sandbox at its memory limit:
+			// the attempt was contained, in the platform's own words. The
+			// sandbox is gone; the next probes get a fresh one.
+			d := "the probe's sandbox was killed by the platform at its memory limit"
+			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,
+				Items: []evidence.Item{{Source: evidence.SourceProbe, Kind: "killed", Summary: d}}}, token, s)
+			res.Evidence = append(res.Evidence, evidence.Item{Source: evidence.SourceRuntime, Kind: "oom-killed",
+				Summary: "the platform reports the sandbox killed at its memory limit: " + ke.Account, Indicates: probes.Blocked})
+			e.mu.Lock()
+			s.killed = true
+			e.mu.Unlock()
 			return nil
 		}
 		return fmt.Errorf("running probe: %w", err)

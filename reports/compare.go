@@ -182,7 +182,9 @@ func kernelText(col CompareColumn, kernel string) string {
 }
 
 func surfaceText(col CompareColumn) string {
-	if col.Remote && col.Surface < 0 {
+	if col.Remote {
+		// The harness's tracer watches its own host's processes; what it
+		// records for a platform's sandboxes is not their kernel surface.
 		return "not traced (remote platform)"
 	}
 	if col.Surface < 0 {

@@ -88,3 +88,20 @@ type HostCPUClocker interface {
 	// kernel counts for it.
 	HostCPUClock() bool
 }
+
+// KilledError is what a sandbox's Exec returns when the platform killed the
+// whole sandbox under the command (a platform whose memory limit takes the
+// box's own agent with it): the platform's account of the death, and
+// whether it names its memory limit. The engine makes it the probe's
+// outcome, contained by the platform, and gives the next probes a fresh
+// sandbox; it is no harness error.
+type KilledError struct {
+	// Account is the platform's own words ("Failed: OOMKilled ...").
+	Account string
+	// OOM says the platform killed it at its memory limit.
+	OOM bool
+}
+
+func (e *KilledError) Error() string {
+	return "the platform killed the sandbox under the command: " + e.Account
+}

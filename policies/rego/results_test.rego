@@ -347,6 +347,30 @@ test_cpu_budget_kill_settles_an_inconclusive_probe if {
 	criteria.effective(r) == "blocked"
 }
 
+test_host_check_settles_an_inconclusive_probe if {
+	r := {
+		"probe": "privilege.a", "category": "privilege", "criterion": "hardened-runtime", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "host-check", "indicates": "blocked", "summary": "published on named addresses only"}],
+	}
+	criteria.effective(r) == "blocked"
+}
+
+test_host_check_escape_outranks_the_probe if {
+	r := {
+		"probe": "privilege.a", "category": "privilege", "criterion": "hardened-runtime", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "host-check", "indicates": "escaped", "summary": "published on all addresses"}],
+	}
+	criteria.effective(r) == "escaped"
+}
+
+test_failed_host_check_settles_nothing if {
+	r := {
+		"probe": "privilege.a", "category": "privilege", "criterion": "hardened-runtime", "outcome": "inconclusive", "expected": "blocked",
+		"evidence": [{"source": "runtime", "kind": "host-check-failed", "summary": "no container on this engine"}],
+	}
+	criteria.effective(r) == "inconclusive"
+}
+
 test_other_host_blocked_does_not_settle_inconclusive if {
 	r := {
 		"probe": "host.a", "category": "host", "criterion": "no-host-mount", "outcome": "inconclusive", "expected": "blocked",

@@ -45,8 +45,8 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 		if ctx.Err() == nil {
 			// Say whether the platform reports the sandbox dead: a broken
 			// stream then means the sandbox went, not the connection.
-			if state := s.state(ctx); state != "" {
-				err = fmt.Errorf("%w (the platform now reports the sandbox %s)", err, state)
+			if state, oom := s.state(ctx); state != "" {
+				err = fmt.Errorf("%w (stream: %v)", &runners.KilledError{Account: state, OOM: oom}, err)
 			}
 		}
 		return res, fmt.Errorf("running %s in sandbox %s: %w", argv[0], s.id, err)
@@ -81,23 +81,24 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 const deathWait = 5 * time.Second
 
 // state is the sandbox's state with reason and message once it is no
-// longer Running; "" when it stays Running for deathWait or cannot be read.
-func (s *Sandbox) state(ctx context.Context) string {
+// longer Running, and whether the platform names its memory limit (reason
+// OOMKilled); "" when it stays Running for deathWait or cannot be read.
+func (s *Sandbox) state(ctx context.Context) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, deathWait)
 	defer cancel()
 	for {
 		info, err := s.api.get(ctx, s.id)
 		switch {
 		case errors.Is(err, errNotFound):
-			return "gone"
+			return "gone", false
 		case err != nil:
-			return ""
+			return "", false
 		case info.Status.State != "Running":
-			return strings.TrimSpace(info.Status.State + ": " + info.Status.Reason + " " + info.Status.Message)
+			return strings.TrimSpace(info.Status.State + ": " + info.Status.Reason + " " + info.Status.Message), info.Status.Reason == "OOMKilled"
 		}
 		select {
 		case <-ctx.Done():
-			return ""
+			return "", false
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
