@@ -30,8 +30,8 @@ type Declared struct {
 }
 
 // DeclaredLimits returns the limits the target declares for its sandboxes
-// (the docker runner's keys, and bwrap's cgroup limits; other runners
-// declare none here). Values that do not parse count as undeclared: Load
+// (the docker runner's keys, bwrap's cgroup limits and OpenSandbox's
+// memory limit; other runners declare none here). Values that do not parse count as undeclared: Load
 // refuses them first.
 func (t *Target) DeclaredLimits() Declared {
 	var l Declared
@@ -40,6 +40,12 @@ func (t *Target) DeclaredLimits() Declared {
 	}
 	if t.Output != nil {
 		l.OutputFileBytes, _ = t.Output.OutputBounds()
+	}
+	if t.OpenSandbox != nil {
+		if r := t.OpenSandbox.Resources; r != nil {
+			l.MemoryBytes = sizeOrZero(r.Memory)
+		}
+		return l
 	}
 	if t.Bwrap != nil {
 		b := t.Bwrap.Limits

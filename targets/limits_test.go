@@ -16,6 +16,14 @@ func TestDeclaredLimits(t *testing.T) {
 	if got != want {
 		t.Errorf("hardened reference:\n got %+v\nwant %+v", got, want)
 	}
+	osb := &Target{OpenSandbox: &OpenSandbox{Resources: &OpenSandboxResources{CPU: "1", Memory: "1Gi"}}}
+	if got := osb.DeclaredLimits(); got != (Declared{MemoryBytes: 1 << 30}) {
+		t.Errorf("opensandbox: %+v", got)
+	}
+	bw := &Target{Bwrap: &Bwrap{Limits: Limits{PidsLimit: 100, Memory: "256Mi", NoFile: 2048}}}
+	if got := bw.DeclaredLimits(); got != (Declared{Pids: 100, MemoryBytes: 256 << 20, Nofile: 2048}) {
+		t.Errorf("bwrap: %+v", got)
+	}
 	if (&Target{}).DeclaredLimits() != (Declared{}) {
 		t.Error("a target without a runner section declares limits")
 	}
