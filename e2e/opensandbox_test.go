@@ -259,6 +259,8 @@ func TestOpenSandboxFaults(t *testing.T) {
 		{"create-timeout", fixture.Config{Faults: map[string]string{"create": "hang"}}, "", "POST /sandboxes: no answer within"},
 		{"never-running", fixture.Config{NeverRunning: true}, "", "still Pending after"},
 		{"key-refused", fixture.Config{}, "wrong-key", "refused the API key"},
+		// The neighbour is made before the first probe: its failure names it.
+		{"neighbour-endpoint-500", fixture.Config{Faults: map[string]string{"endpoint": "500"}}, "", "starting the neighbour sandbox"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,7 +270,11 @@ func TestOpenSandboxFaults(t *testing.T) {
 			if c.key != "" {
 				t.Setenv("OPEN_SANDBOX_API_KEY", c.key)
 			}
-			r := sandcheck(t, "run", "--target", target, "--probes", "privilege.root-uid", "--start-timeout", "10s")
+			probe := "privilege.root-uid"
+			if strings.HasPrefix(c.name, "neighbour-") {
+				probe = "egress.opensandbox-neighbour-execd"
+			}
+			r := sandcheck(t, "run", "--target", target, "--probes", probe, "--start-timeout", "10s")
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2 (stderr %s)", r.code, r.stderr)
 			}
