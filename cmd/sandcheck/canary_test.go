@@ -27,21 +27,42 @@ import (
 // freePort finds a loopback port free for both TCP and UDP.
 func freePort(t *testing.T) string {
 	t.Helper()
-	for range 20 {
+	return freePorts(t, 1)[0]
+}
+
+// freePorts finds n distinct loopback ports, each free for both TCP and
+// UDP: every port found is held until all are, so the kernel cannot hand
+// the same port out twice.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	var addrs []string
+	for range 20 * n {
+		if len(addrs) == n {
+			break
+		}
 		l, err := net.Listen("tcp4", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		held = append(held, l)
 		addr := l.Addr().String()
 		pc, err := net.ListenPacket("udp4", addr)
-		l.Close()
-		if err == nil {
-			pc.Close()
-			return addr
+		if err != nil {
+			continue
 		}
+		held = append(held, pc)
+		addrs = append(addrs, addr)
 	}
-	t.Fatal("no loopback port free for both TCP and UDP")
-	return ""
+	if len(addrs) < n {
+		t.Fatalf("only %d of %d loopback ports free for both TCP and UDP", len(addrs), n)
+	}
+	return addrs
 }
 
 // freePort6 finds a free TCP port on the IPv6 loopback.
@@ -77,8 +98,9 @@ func (s *syncBuffer) String() string {
 // one request with a token to each canary, stops it and finds every hit,
 // attributed to the token, in the hits file.
 func TestCanaryServeWritesHits(t *testing.T) {
-	meta, dnsAddr, sink, udp := freePort(t), freePort(t), freePort(t), freePort(t)
-	ecs, alibaba, kube, doh := freePort(t), freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 8)
+	meta, dnsAddr, sink, udp := ports[0], ports[1], ports[2], ports[3]
+	ecs, alibaba, kube, doh := ports[4], ports[5], ports[6], ports[7]
 	meta6 := freePort6(t)
 	hits := filepath.Join(t.TempDir(), "hits.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
