@@ -13,8 +13,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The harness's own per-run links (scbr-, scnb-, scat-, ifb) and the bwrap
 # and process runners' sandboxes (scbw- cgroups, /run/sandcheck-bwrap
 # mounts) belong to sandcheck runs that other tests start meanwhile,
-# likewise; the cluster names none of its things so.
-noise='/var/lib/docker|/run/docker|/docker/|docker[-/]|/moby|veth|br-[0-9a-f]|scbr-|scnb-|scat-|scbw-|/run/sandcheck-bwrap/|ifb[0-9]|^netns |sandcheck-run-|/tmp/'
+# likewise; the cluster names none of its things so. So do the per-command
+# cgroups this development machine's own supervisor makes (process_api/).
+noise='/var/lib/docker|/run/docker|/docker/|docker[-/]|/moby|veth|br-[0-9a-f]|scbr-|scnb-|scat-|scbw-|/run/sandcheck-bwrap/|/process_api/|ifb[0-9]|^netns |sandcheck-run-|/tmp/'
 {
 	for s in "${CLUSTER_SYSCTLS[@]}" net.bridge.bridge-nf-call-iptables; do
 		echo "sysctl $s=$(sysctl -n "$s" 2>/dev/null)"
