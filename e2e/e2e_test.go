@@ -343,25 +343,7 @@ func TestHarnessFailuresExitTwo(t *testing.T) {
 // is the reference's own, by absolute path.
 func execTarget(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := filepath.Abs("../fixtures/targets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	if !strings.Contains(src, "launch: task") || !strings.Contains(src, "seccomp: seccomp-default.json") {
-		t.Fatalf("%s no longer launches tasks with the upstream seccomp profile; update execTarget", name)
-	}
-	src = strings.Replace(src, "launch: task", "launch: exec", 1)
-	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: "+filepath.Join(dir, "seccomp-default.json"), 1)
-	p := filepath.Join(t.TempDir(), "exec-"+name)
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return editedReference(t, name, "exec-"+name, edit{"launch: task", "launch: exec"})
 }
 
 func TestBadInput(t *testing.T) {

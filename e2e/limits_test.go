@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,27 +15,7 @@ import (
 // time budget and returns its path.
 func budgetTarget(t *testing.T, budget string) string {
 	t.Helper()
-	dir, err := filepath.Abs("../fixtures/targets")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "hardened.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	for _, s := range []string{"cpu_time: 3s", "seccomp: seccomp-default.json"} {
-		if !strings.Contains(src, s) {
-			t.Fatalf("the hardened reference no longer has %q; update budgetTarget", s)
-		}
-	}
-	src = strings.Replace(src, "cpu_time: 3s", "cpu_time: "+budget, 1)
-	src = strings.Replace(src, "seccomp: seccomp-default.json", "seccomp: "+filepath.Join(dir, "seccomp-default.json"), 1)
-	p := filepath.Join(t.TempDir(), "budget-"+budget+".yaml")
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return editedReference(t, "hardened.yaml", "budget-"+budget+".yaml", edit{"cpu_time: 3s", "cpu_time: " + budget})
 }
 
 // runCPUDeadline runs resources.cpu-deadline against a target and returns

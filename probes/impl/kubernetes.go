@@ -169,6 +169,24 @@ func apiSetup(p probes.Params, e ev) (saIdentity, *probes.Result) {
 	return id, nil
 }
 
+// nsSetup is apiSetup for a probe that acts in the token's own namespace,
+// which it needs named.
+func nsSetup(p probes.Params, e ev) (saIdentity, *probes.Result) {
+	id, r := apiSetup(p, e)
+	if r == nil && id.namespace == "" {
+		res := inconclusive("the token's namespace file is missing or not a namespace name", e)
+		r = &res
+	}
+	return id, r
+}
+
+// unreachable is the result of a probe whose request never reached the API
+// server.
+func unreachable(p probes.Params, err error, e ev) probes.Result {
+	e.setErr("api_", err)
+	return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+}
+
 // k8sTokenAPI asks the API server who the box's token is (a
 // SelfSubjectReview): a token that authenticates is a cluster identity in
 // the task's hands.
@@ -182,8 +200,7 @@ func k8sTokenAPI(ctx context.Context, p probes.Params) probes.Result {
 	review := map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
 	code, body, err := c.do(ctx, http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews", id.token, review)
 	if err != nil {
-		e.setErr("api_", err)
-		return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+		return unreachable(p, err, e)
 	}
 	e.setInt("status", code)
 	if code != http.StatusCreated && code != http.StatusOK {
@@ -206,18 +223,14 @@ func k8sTokenAPI(ctx context.Context, p probes.Params) probes.Result {
 // It reports their count and names, never their values.
 func k8sListSecrets(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	id, r := apiSetup(p, e)
+	id, r := nsSetup(p, e)
 	if r != nil {
 		return *r
-	}
-	if id.namespace == "" {
-		return inconclusive("the token's namespace file is missing or not a namespace name", e)
 	}
 	c := newAPIClient(p, "kubernetes.rbac-list-secrets")
 	code, body, err := c.do(ctx, http.MethodGet, "/api/v1/namespaces/"+id.namespace+"/secrets?limit=50", id.token, nil)
 	if err != nil {
-		e.setErr("api_", err)
-		return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+		return unreachable(p, err, e)
 	}
 	e.setInt("status", code)
 	if code != http.StatusOK {
@@ -287,18 +300,14 @@ func dryRunPod(ctx context.Context, c *apiClient, id saIdentity, pod map[string]
 // k8sCreatePods asks whether the token may create pods (a dry run).
 func k8sCreatePods(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	id, r := apiSetup(p, e)
+	id, r := nsSetup(p, e)
 	if r != nil {
 		return *r
-	}
-	if id.namespace == "" {
-		return inconclusive("the token's namespace file is missing or not a namespace name", e)
 	}
 	c := newAPIClient(p, "kubernetes.rbac-create-pods")
 	code, msg, err := dryRunPod(ctx, c, id, taskPod(p.Token, "", ""), e)
 	if err != nil {
-		e.setErr("api_", err)
-		return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+		return unreachable(p, err, e)
 	}
 	if code == http.StatusCreated || code == http.StatusOK {
 		return escaped("the service account may create pods in namespace "+id.namespace+" (a dry run was admitted)", e)
@@ -314,18 +323,14 @@ func k8sCreatePods(ctx context.Context, p probes.Params) probes.Result {
 // namespace quota that bounds compute refuses it.
 func k8sQuotaEscape(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
-	id, r := apiSetup(p, e)
+	id, r := nsSetup(p, e)
 	if r != nil {
 		return *r
-	}
-	if id.namespace == "" {
-		return inconclusive("the token's namespace file is missing or not a namespace name", e)
 	}
 	c := newAPIClient(p, "kubernetes.quota-escape")
 	code, msg, err := dryRunPod(ctx, c, id, taskPod(p.Token, "1000", "4Ti"), e)
 	if err != nil {
-		e.setErr("api_", err)
-		return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+		return unreachable(p, err, e)
 	}
 	switch {
 	case code == http.StatusCreated || code == http.StatusOK:
