@@ -27,11 +27,13 @@ type limitMax struct {
 }
 
 // defaultLimitMax is what every profile of the design guide allows today:
-// a minute of CPU per task, 8192 tasks, 65536 descriptors, 4 GiB of memory,
-// 2 GiB of /dev/shm and of each scratch tmpfs, 262144 inodes per tmpfs,
-// 64 MiB per released file.
-var defaultLimitMax = limitMax{cpu: time.Minute, pids: 8192, nofile: 65536, inodes: 262144,
-	memory: 4 << 30, shm: 2 << 30, tmpfs: 2 << 30, file: 64 << 20}
+// a minute of CPU per task, 2048 tasks, 4096 descriptors, 4 GiB of memory,
+// 512 MiB of /dev/shm, 2 GiB of each scratch tmpfs, 262144 inodes per
+// tmpfs, 64 MiB per released file. A declared limit above one of these does
+// not bound an agent's task as the profile requires (the weak references'
+// 4096 tasks, 8192 descriptors and 1 GiB /dev/shm are above them).
+var defaultLimitMax = limitMax{cpu: time.Minute, pids: 2048, nofile: 4096, inodes: 262144,
+	memory: 4 << 30, shm: 512 << 20, tmpfs: 2 << 30, file: 64 << 20}
 
 // limitMaxFor is the maximum the profile allows.
 func limitMaxFor(profile string) limitMax {

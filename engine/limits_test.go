@@ -14,10 +14,10 @@ import (
 // profile's maximum is named, not pushed. Before, every bound was fixed
 // (4 s of CPU against a 6 s budget).
 func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
-	d := targets.Declared{CPUBudget: 6 * time.Second, Pids: 1000, Nproc: 2000, Nofile: 10000,
+	d := targets.Declared{CPUBudget: 6 * time.Second, Pids: 1000, Nproc: 2000, Nofile: 3000,
 		MemoryBytes: 1 << 30, ShmBytes: 256 << 20, TmpfsBytes: 512 << 20, TmpfsInodes: 50000, OutputFileBytes: 16 << 20}
 	p := planLimits(d, defaultLimitMax)
-	want := probes.Bounds{CPUMsec: 7500, Processes: 1064, Threads: 2064, MemoryMiB: 1280, Files: 10064,
+	want := probes.Bounds{CPUMsec: 7500, Processes: 1064, Threads: 2064, MemoryMiB: 1280, Files: 4096,
 		DiskMiB: 528, ShmMiB: 272, Inodes: 50256, OutputFileBytes: 16<<20 + 64<<10}
 	if !reflect.DeepEqual(p.bounds, want) {
 		t.Errorf("bounds\n got %+v\nwant %+v", p.bounds, want)

@@ -211,7 +211,9 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 // platform's would; the canary stays on the addresses the sandbox must
 // not reach.
 func (n *Network) startResolver(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	var allow []string
+	// Never nil: a nil Allow makes canary.DNS the answering canary, not a
+	// filtering resolver that refuses every name it does not grant.
+	allow := []string{}
 	if n.egress == "mirror-only" {
 		allow = []string{canary.MirrorLabel}
 	}
