@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,8 +87,19 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 		}
 	}
 	checkNoIPv6Leftovers(t)
+	// This run's own sandboxes, by its run ID. A weak-reference container
+	// of another run (an earlier test's) is named in the log: the sweep at
+	// the start of every run removes those, and their own tests answer
+	// for them.
+	runID := runIDOf(out)
+	if runID == "" {
+		t.Fatal("evidence.jsonl names no run ID")
+	}
+	if o, err := exec.Command("docker", "ps", "-a", "--filter", "label=sandcheck.target=weak-reference", "--format", `{{.ID}} {{.Names}} {{.Status}} run={{.Label "sandcheck.run"}} task={{.Label "sandcheck.task"}}`).Output(); err == nil && len(bytes.TrimSpace(o)) > 0 {
+		t.Logf("weak-reference containers after the interrupted run %s:\n%s", runID, o)
+	}
 	for _, q := range [][]string{
-		{"ps", "-aq", "--filter", "label=sandcheck.target=weak-reference"},
+		{"ps", "-aq", "--filter", "label=sandcheck.run=" + runID},
 		{"network", "ls", "-q", "--filter", "label=sandcheck.harness"},
 	} {
 		o, err := exec.Command("docker", q...).Output()
@@ -131,22 +139,11 @@ func newOnes(before, now []string) []string {
 func runBridge(t *testing.T, out string) string {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		f, err := os.Open(filepath.Join(out, "evidence.jsonl"))
-		if err != nil {
+		runID := runIDOf(out)
+		if runID == "" {
 			continue
 		}
-		line, _ := bufio.NewReader(io.LimitReader(f, 1<<20)).ReadBytes('\n')
-		f.Close()
-		var ev struct {
-			Type string `json:"type"`
-			Data struct {
-				RunID string `json:"run_id"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(line, &ev) != nil || ev.Type != "run-start" || ev.Data.RunID == "" {
-			continue
-		}
-		id, err := exec.Command("docker", "network", "ls", "-q", "--filter", "label=sandcheck.run="+ev.Data.RunID).Output()
+		id, err := exec.Command("docker", "network", "ls", "-q", "--filter", "label=sandcheck.run="+runID).Output()
 		if err != nil || len(strings.Fields(string(id))) != 1 {
 			continue
 		}
