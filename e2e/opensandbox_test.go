@@ -156,9 +156,15 @@ func TestOpenSandboxControls(t *testing.T) {
 	// What neither configuration holds, because the API offers no control
 	// for it (execd runs commands as root, with its own token in their
 	// environment on the hardened server; no read-only root filesystem).
+	// A hardened probe that did not finish (inconclusive: the box was
+	// slow or killed under it) neither confirms nor denies that; it is
+	// logged. Blocked would deny it and fails.
 	for _, id := range noAPIControl {
-		if wo[id] != probes.Escaped || ho[id] != probes.Escaped {
+		switch {
+		case wo[id] != probes.Escaped || (ho[id] != probes.Escaped && ho[id] != probes.Inconclusive):
 			t.Errorf("%s: weak %s, hardened %s; want escaped in both (the API has no control for it)", id, wo[id], ho[id])
+		case ho[id] != probes.Escaped:
+			t.Logf("%s: hardened %s this time (the API has no control for it; weak escaped)", id, ho[id])
 		}
 	}
 	// A probe needing what the API cannot give is not tested, never passed.
