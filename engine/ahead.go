@@ -102,7 +102,8 @@ func (e *Engine) takeAhead(ctx context.Context, name string) *ahead {
 	}
 	if a.err == nil && time.Since(a.at) > aheadMaxAge {
 		e.log.Debug("a sandbox started ahead waited too long; starting afresh", "sandbox", name, "waited", time.Since(a.at))
-		e.closeLater(a.sb)
+		// Removed before the fresh start, which takes the same name.
+		e.closeSandbox(a.sb)
 		return nil
 	}
 	return a
