@@ -119,10 +119,10 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 		return nil, nil, err
 	}
 	var errs []error
-	liveRuns, r, k, err := sweepSandboxes(ctx, c, opts)
+	runs, r, k, err := sweepSandboxes(ctx, c, opts)
 	removed, kept = append(removed, r...), append(kept, k...)
 	errs = append(errs, err)
-	r, err = sweepTeardownObjects(ctx, c, liveRuns)
+	r, err = sweepTeardownObjects(ctx, c, runs)
 	removed, errs = append(removed, r...), append(errs, err)
 	r, k, err = sweepRunDirs(opts.RunDirs)
 	removed, kept = append(removed, r...), append(kept, k...)
@@ -140,8 +140,9 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 	return removed, kept, errors.Join(errs...)
 }
 
-// sweepSandboxes removes dead runs' sandboxes and returns the runs (by
-// sandcheck.run label) that still have live ones.
+// sweepSandboxes removes dead runs' sandboxes and returns the runs it saw
+// (by sandcheck.run label): true for a run that still has live sandboxes,
+// false for one whose sandboxes were all dead.
 func sweepSandboxes(ctx context.Context, c client.APIClient, opts SweepOptions) (map[string]bool, []string, []string, error) {
 	res, err := c.ContainerList(ctx, client.ContainerListOptions{
 		All: true, Filters: make(client.Filters).Add("label", LabelSandbox+"=1"),
@@ -155,10 +156,14 @@ func sweepSandboxes(ctx context.Context, c client.APIClient, opts SweepOptions) 
 	for _, ctr := range res.Items {
 		why := deadReason(ctr.Labels, time.Unix(ctr.Created, 0), opts.Unowned)
 		what := fmt.Sprintf("sandbox %s (%s, run %s)", shortID(ctr.ID), strings.Join(ctr.Names, ","), ctr.Labels[probes.LabelRun])
+		run := ctr.Labels[probes.LabelRun]
 		if why == "" {
-			live[ctr.Labels[probes.LabelRun]] = true
+			live[run] = true
 			kept = append(kept, what+": its run is live")
 			continue
+		}
+		if _, seen := live[run]; !seen {
+			live[run] = false
 		}
 		if err := remove(ctx, c, ctr.ID); err != nil {
 			errs = append(errs, err)
@@ -200,10 +205,16 @@ func deadReason(labels map[string]string, created time.Time, unowned time.Durati
 }
 
 // sweepTeardownObjects removes containers, volumes and networks a teardown
-// probe made through the engine (probes.LabelTeardownToken) for runs with no
-// live sandbox, once they are older than a probe's lifetime.
-func sweepTeardownObjects(ctx context.Context, c client.APIClient, liveRuns map[string]bool) ([]string, error) {
+// probe made through the engine (probes.LabelTeardownToken): at once for a
+// run whose sandboxes this sweep found dead (runs[run] is false), and for a
+// run it did not see once they are older than a probe's lifetime; never for
+// a run with live sandboxes.
+func sweepTeardownObjects(ctx context.Context, c client.APIClient, runs map[string]bool) ([]string, error) {
 	const minAge = 10 * time.Minute
+	keep := func(run string, created time.Time) bool {
+		live, seen := runs[run]
+		return live || (!seen && time.Since(created) < minAge)
+	}
 	f := make(client.Filters).Add("label", probes.LabelTeardownToken)
 	var removed []string
 	var errs []error
@@ -212,7 +223,7 @@ func sweepTeardownObjects(ctx context.Context, c client.APIClient, liveRuns map[
 		return nil, fmt.Errorf("listing teardown probe containers: %w", err)
 	}
 	for _, ctr := range ctrs.Items {
-		if liveRuns[ctr.Labels[probes.LabelRun]] || time.Since(time.Unix(ctr.Created, 0)) < minAge {
+		if keep(ctr.Labels[probes.LabelRun], time.Unix(ctr.Created, 0)) {
 			continue
 		}
 		if err := remove(ctx, c, ctr.ID); err != nil {
@@ -227,7 +238,7 @@ func sweepTeardownObjects(ctx context.Context, c client.APIClient, liveRuns map[
 	}
 	for _, v := range vols.Items {
 		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
-		if liveRuns[v.Labels[probes.LabelRun]] || time.Since(created) < minAge {
+		if keep(v.Labels[probes.LabelRun], created) {
 			continue
 		}
 		if _, err := c.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil {
@@ -241,7 +252,7 @@ func sweepTeardownObjects(ctx context.Context, c client.APIClient, liveRuns map[
 		errs = append(errs, fmt.Errorf("listing teardown probe networks: %w", err))
 	}
 	for _, n := range nets.Items {
-		if liveRuns[n.Labels[probes.LabelRun]] || time.Since(n.Created) < minAge {
+		if keep(n.Labels[probes.LabelRun], n.Created) {
 			continue
 		}
 		if _, err := c.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil {
