@@ -62,11 +62,14 @@ type DNSOptions struct {
 	// resolve to, as a pod's cluster DNS answers them; a canary without it
 	// (or a filtering resolver) refuses them like any other name.
 	KubeAPI netip.Addr
-	// Allow, when set, makes the server a filtering resolver instead of a
-	// canary: it answers only these names (relative to the zone, e.g.
-	// "mirror") and refuses every other, in the zone or not, as a platform
-	// resolver with an allowlist does. Its hits are recorded as
-	// ServiceDNSFilter: a refused query went nowhere, so it is no escape.
+	// Filter makes the server a filtering resolver instead of a canary: it
+	// answers only the names in Allow (relative to the zone, e.g. "mirror")
+	// and refuses every other, in the zone or not, as a platform resolver
+	// with an allowlist does. Its hits are recorded as ServiceDNSFilter: a
+	// refused query went nowhere, so it is no escape.
+	Filter bool
+	// Allow are the names a filtering resolver answers (none: it refuses
+	// every name); ignored without Filter.
 	Allow []string
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
@@ -110,7 +113,7 @@ func NewDNS(opts DNSOptions) *DNS {
 		opts.Now = time.Now
 	}
 	var allow map[string]bool
-	if opts.Allow != nil {
+	if opts.Filter {
 		allow = make(map[string]bool, len(opts.Allow))
 		for _, a := range opts.Allow {
 			allow[strings.ToLower(strings.TrimSuffix(a, "."))] = true

@@ -221,7 +221,7 @@ func FuzzDNSAnswer(f *testing.F) {
 func TestDNSFilterAnswersOnlyAllowed(t *testing.T) {
 	rec := NewRecorder(0, nil)
 	mirror := netip.MustParseAddr("198.51.100.80")
-	d := NewDNS(DNSOptions{Recorder: rec, Outside: testOutside, Mirror: mirror, Allow: []string{MirrorLabel}})
+	d := NewDNS(DNSOptions{Recorder: rec, Outside: testOutside, Mirror: mirror, Filter: true, Allow: []string{MirrorLabel}})
 	resp, hit := d.Answer(query("mirror."+DefaultZone, dns.TypeA))
 	if got := firstA(t, resp); got != mirror || hit.Service != ServiceDNSFilter {
 		t.Errorf("mirror: answer %s service %s, want %s from %s", got, hit.Service, mirror, ServiceDNSFilter)
@@ -230,6 +230,14 @@ func TestDNSFilterAnswersOnlyAllowed(t *testing.T) {
 		resp, hit := d.Answer(query(name, dns.TypeA))
 		if resp.Rcode != dns.RcodeRefused || len(resp.Answer) > 0 || hit.Service != ServiceDNSFilter {
 			t.Errorf("%s: rcode %s, %d answers, service %s; want REFUSED, none, %s", name, dns.RcodeToString[resp.Rcode], len(resp.Answer), hit.Service, ServiceDNSFilter)
+		}
+	}
+	// A filter that grants nothing (the broker-only and proxy-only
+	// profiles) refuses the canary zone too, as a filter, not the canary.
+	none := NewDNS(DNSOptions{Recorder: rec, Outside: testOutside, Mirror: mirror, Filter: true})
+	for _, name := range []string{"mirror." + DefaultZone, "tok123.egress.dns-exfil.x." + DefaultZone} {
+		if resp, hit := none.Answer(query(name, dns.TypeA)); resp.Rcode != dns.RcodeRefused || hit.Service != ServiceDNSFilter {
+			t.Errorf("filter granting nothing, %s: rcode %s, service %s; want REFUSED, %s", name, dns.RcodeToString[resp.Rcode], hit.Service, ServiceDNSFilter)
 		}
 	}
 	// The canary itself resolves the mirror too.
@@ -245,7 +253,7 @@ func TestDNSFilterAnswersOnlyAllowed(t *testing.T) {
 func TestMetadataHostnames(t *testing.T) {
 	md := netip.MustParseAddr("169.254.169.254")
 	canary := NewDNS(DNSOptions{Metadata: md})
-	filter := NewDNS(DNSOptions{Metadata: md, Allow: []string{MirrorLabel}})
+	filter := NewDNS(DNSOptions{Metadata: md, Filter: true, Allow: []string{MirrorLabel}})
 	for _, name := range MetadataHostnames {
 		q := new(dns.Msg)
 		q.SetQuestion(name, dns.TypeA)

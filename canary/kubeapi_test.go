@@ -129,7 +129,7 @@ func TestDNSKubeAPINames(t *testing.T) {
 	}
 	// Without the address, and in a filtering resolver, the names are
 	// refused like any other.
-	for _, o := range []DNSOptions{{Outside: testOutside}, {KubeAPI: api, Allow: []string{"mirror"}}} {
+	for _, o := range []DNSOptions{{Outside: testOutside}, {KubeAPI: api, Filter: true, Allow: []string{"mirror"}}} {
 		o.Recorder = NewRecorder(0, nil)
 		if resp, _ := NewDNS(o).Answer(query("kubernetes.default.svc.cluster.local", dns.TypeA)); resp.Rcode != dns.RcodeRefused || len(resp.Answer) != 0 {
 			t.Errorf("options %+v: rcode %s, want REFUSED", o, dns.RcodeToString[resp.Rcode])

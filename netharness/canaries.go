@@ -211,13 +211,11 @@ func (n *Network) startCanaries(ctx context.Context, rec *canary.Recorder, log *
 // platform's would; the canary stays on the addresses the sandbox must
 // not reach.
 func (n *Network) startResolver(ctx context.Context, rec *canary.Recorder, log *slog.Logger) error {
-	// Never nil: a nil Allow makes canary.DNS the answering canary, not a
-	// filtering resolver that refuses every name it does not grant.
-	allow := []string{}
+	var allow []string
 	if n.egress == "mirror-only" {
 		allow = []string{canary.MirrorLabel}
 	}
-	resolver := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Mirror: mirrorIP, Allow: allow})
+	resolver := canary.NewDNS(canary.DNSOptions{Recorder: rec, Logger: log, Mirror: mirrorIP, Filter: true, Allow: allow})
 	s, err := canary.ServeDNS(ctx, net.JoinHostPort(n.plan.Gateway.String(), strconv.Itoa(dnsPort)), resolver, log)
 	if err != nil {
 		return fmt.Errorf("starting the resolver: %w", err)
