@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/reports"
 )
 
 // platformTarget writes a copy of the hardened reference whose sandboxes
@@ -34,34 +31,20 @@ func platformTarget(t *testing.T, labels string) string {
 // the exit code and the attributable-policy criterion.
 func runAttribution(t *testing.T, target string) (int, evidence.Criterion) {
 	t.Helper()
-	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir(t), "sandcheck"), "run", "--target", target, "--probes", "attribution.*", "--out", out, "-q")
-	cmd.Dir = ".."
-	b, err := cmd.CombinedOutput()
-	t.Logf("sandcheck run:\n%s", b)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := reports.LoadRecord(filepath.Join(out, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := sandcheck(t, "run", "--target", target, "--probes", "attribution.*", "-q")
+	t.Logf("sandcheck run:\n%s%s", r.stdout, r.stderr)
+	rec := r.mustRecord(t)
 	if rec.Verdict == nil {
 		t.Fatal("no verdict")
 	}
-	for _, c := range rec.Verdict.Criteria {
-		if c.ID == "attributable-policy" {
-			for _, r := range c.Reasons {
-				t.Logf("  %s: %s", c.Status, r)
-			}
-			return code, c
-		}
+	c := criterion(rec, "attributable-policy")
+	if c.ID == "" {
+		t.Fatal("no attributable-policy criterion")
 	}
-	t.Fatal("no attributable-policy criterion")
-	return 0, evidence.Criterion{}
+	for _, reason := range c.Reasons {
+		t.Logf("  %s: %s", c.Status, reason)
+	}
+	return r.code, c
 }
 
 // TestPlatformIdentitiesAttribute: sandboxes labelled with the platform's

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/reports"
 )
 
 // budgetTarget writes a copy of the hardened reference with another CPU
@@ -22,24 +20,12 @@ func budgetTarget(t *testing.T, budget string) string {
 // the exit code and its result.
 func runCPUDeadline(t *testing.T, target string) (int, evidence.Result, *evidence.Record) {
 	t.Helper()
-	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(binDir(t), "sandcheck"), "run", "--target", target, "--probes", "resources.cpu-deadline", "--out", out, "-v")
-	cmd.Dir = ".."
-	b, err := cmd.CombinedOutput()
-	t.Logf("sandcheck run (%s):\n%s", filepath.Base(target), b)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := reports.LoadRecord(filepath.Join(out, "run.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rec.Results {
-		if r.Probe == "resources.cpu-deadline" {
-			return code, r, rec
+	r := sandcheck(t, "run", "--target", target, "--probes", "resources.cpu-deadline", "-v")
+	t.Logf("sandcheck run (%s):\n%s%s", filepath.Base(target), r.stdout, r.stderr)
+	rec := r.mustRecord(t)
+	for _, res := range rec.Results {
+		if res.Probe == "resources.cpu-deadline" {
+			return r.code, res, rec
 		}
 	}
 	t.Fatal("no resources.cpu-deadline result")
