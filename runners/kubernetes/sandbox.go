@@ -197,17 +197,34 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	return pod
 }
 
-// waitRunning polls the pod until its task container runs, or fails fast
-// when the pod cannot run (unschedulable, image not present, config error,
-// a container that ended).
+// readyExecTimeout bounds one readiness exec of the probe binary.
+const readyExecTimeout = 10 * time.Second
+
+// waitRunning polls the pod until its task container runs and the probe
+// binary answers `list` in it, or fails fast when the pod cannot run
+// (unschedulable, image not present, config error, a container that
+// ended). The exec catches a holder that dies at once: the kubelet may
+// report it running for a moment first.
 func (s *Sandbox) waitRunning(ctx context.Context) error {
 	var last *corev1.Pod
+	lastExec := ""
+	probe := runners.ProbeMount + "/" + runners.ProbeBinary
 	for {
 		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
 		if err == nil {
 			last = pod
 			if ok, why := podRunning(pod, s.container); ok {
-				return nil
+				ectx, cancel := context.WithTimeout(ctx, readyExecTimeout)
+				res, err := s.Exec(ectx, []string{probe, "list"})
+				cancel()
+				switch {
+				case err == nil && res.ExitCode == 0:
+					return nil
+				case err == nil:
+					lastExec = fmt.Sprintf("; %s list: exit code %d, stderr %q", probe, res.ExitCode, tail(res.Stderr, 512))
+				case ctx.Err() == nil:
+					lastExec = fmt.Sprintf("; %s list: %v", probe, err)
+				}
 			} else if why != "" {
 				return fmt.Errorf("pod %s/%s %w: %s%s", s.ns, s.pod, errNotReady, why, s.events(ctx))
 			}
@@ -218,11 +235,19 @@ func (s *Sandbox) waitRunning(ctx context.Context) error {
 			if last != nil {
 				state = podState(last)
 			}
-			return fmt.Errorf("pod %s/%s did not run within the start timeout: %s%s", s.ns, s.pod, state,
+			return fmt.Errorf("pod %s/%s did not run within the start timeout: %s%s%s", s.ns, s.pod, state, lastExec,
 				s.events(context.WithoutCancel(ctx)))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// tail is at most the last n bytes of b, as text.
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // badWaiting are the waiting reasons that do not resolve by themselves.
