@@ -150,9 +150,9 @@ cluster: cluster-build ## start the single-node cluster (root); prints the admin
 cluster-down: ## stop the cluster and put the host back as it was
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/down.sh
 
-test-cluster: setup build images cluster-build ## cluster tests: up, the kubernetes runner's e2e tests, down, host unchanged
+test-cluster: setup build images cluster-build ## cluster tests: up, the kubernetes runner's conformance suite and e2e tests, down, host unchanged
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
-		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -tags cluster -run '^TestKubernetes' ./e2e/
+		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -tags cluster -run '^TestKubernetes' ./runners/kubernetes/ ./e2e/
 
 bench-cluster: setup build images cluster-build ## the full catalog through the cluster, wall time per pool (runc, gVisor; floor 60 s each)
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \

@@ -16,11 +16,7 @@ import (
 // kubernetes runner on the real cluster (`make test-cluster` starts it and
 // sets SANDCHECK_KUBECONFIG), with the hardened pod template, in each pool
 // of the sandcheck cluster: runc and gVisor RuntimeClasses.
-//
-// Not yet run by `make test-cluster`: in both pools start-failure/"holder
-// dies at once" fails, as the kubelet keeps the cgroups of a pod deleted
-// without a grace period (the runner's Close) for over a minute, and the
-// suite allows 10 s. Every other case passes on the real cluster.
+
 func TestKubernetesConformance(t *testing.T) {
 	kc := os.Getenv("SANDCHECK_KUBECONFIG")
 	if kc == "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +36,8 @@ type Sandbox struct {
 	closeErr  error
 }
 
-// holdMax bounds the sleeper's life: a pod the harness lost ends by itself.
-const holdMax = "30m"
+// holdMax bounds the sleepers' lives: a pod the harness lost ends by itself.
+const holdMax = 30 * time.Minute
 
 // probeVolume is the emptyDir the init container fills with the probe.
 const probeVolume = "sandcheck-probe"
@@ -175,8 +176,13 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	bb := "/" + busyboxInImage
 	p.InitContainers = append([]corev1.Container{{
 		Name: "sandcheck-probe", Image: img, ImagePullPolicy: corev1.PullNever, RestartPolicy: &always,
-		Command: []string{bb, "sh", "-c", `"$0" cp "$1" /out/.sandcheck-probe.part && "$0" mv /out/.sandcheck-probe.part /out/sandcheck-probe && exec "$0" sleep 2147483647`,
-			bb, "/" + probeInImage},
+		// The shell, PID 1 of its container, leaves on SIGTERM (PID 1
+		// ignores a signal it has no handler for): a sleeping sidecar would
+		// hold the pod's deletion for its whole grace period.
+		Command: []string{bb, "sh", "-c", `"$0" cp "$1" /out/.sandcheck-probe.part && "$0" mv /out/.sandcheck-probe.part /out/sandcheck-probe || exit 1
+trap "exit 0" TERM
+"$0" sleep "$2" & wait`,
+			bb, "/" + probeInImage, strconv.Itoa(int(holdMax.Seconds()))},
 		VolumeMounts: []corev1.VolumeMount{{Name: probeVolume, MountPath: "/out"}},
 		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{bb, "test", "-x", "/out/sandcheck-probe"}}},
@@ -188,7 +194,7 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	c := &p.Containers[r.container]
 	c.Image = r.tg.Image
 	c.ImagePullPolicy = corev1.PullNever
-	c.Command = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax}
+	c.Command = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax.String()}
 	c.Args = nil
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: probeVolume, MountPath: runners.ProbeMount, ReadOnly: true})
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -320,16 +326,22 @@ func (s *Sandbox) CopyIn(context.Context, string, string) error {
 	return errors.New("kubernetes runner: copying files into a pod is not supported")
 }
 
-// Close deletes the pod at once and its namespace (with everything the run
-// made in it), and waits, bounded, for the pod to be gone. Safe twice.
+// Close deletes the pod with a short grace period and its namespace (with
+// everything the run made in it), and waits, bounded, for the pod to be
+// gone from the API server. A pod deleted with a grace period stays there
+// until its node has stopped its containers and released its volumes and
+// cgroups, so its absence is the node's word that nothing of it is left; a
+// forced delete (grace 0) removes the object at once and leaves the node to
+// clean up in the background. A pod still present at the bound is
+// force-deleted and reported. Safe twice.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait+10*time.Second)
 		defer cancel()
-		zero := int64(0)
+		grace := int64(closeGrace / time.Second)
 		bg := metav1.DeletePropagationBackground
 		var errs []error
-		err := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		err := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", s.ns, s.pod, err))
 		}
@@ -337,20 +349,48 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", s.ns, err))
 		}
-		for {
-			_, err := s.r.cs.CoreV1().Pods(s.ns).Get(cctx, s.pod, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
+		if err := s.waitGone(cctx, closeWait); err != nil {
+			zero := int64(0)
+			ferr := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if ferr != nil && !apierrors.IsNotFound(ferr) {
+				err = fmt.Errorf("%w; forced delete: %w", err, ferr)
 			}
-			if cctx.Err() != nil {
-				errs = append(errs, fmt.Errorf("pod %s/%s still present after 60s", s.ns, s.pod))
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Bounds of Close: the grace period the pod's containers get to leave, and
+// how long the node gets to report the pod stopped and released.
+const (
+	closeGrace = 1 * time.Second
+	closeWait  = 90 * time.Second
+)
+
+// waitGone polls until the pod is gone from the API server, at most d.
+func (s *Sandbox) waitGone(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	var last *corev1.Pod
+	for {
+		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err == nil:
+			last = pod
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			state := "state unknown"
+			if last != nil {
+				state = podState(last)
+			}
+			return fmt.Errorf("pod %s/%s still present %s after its delete (the node has not released it: %s); forced its delete",
+				s.ns, s.pod, d, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // VerifyTeardown lists what of the sandbox survived Close: the pod, and the

@@ -82,27 +82,11 @@ done
 # gVisor under the runc shim: with network=sandbox, runsc refuses the pod
 # ("cannot run with network enabled in root network namespace": the shim
 # starts it outside the pod's network namespace), so gVisor pods run with
-# network=none (loopback only); RUNSC_FLAGS adds or changes flags.
-# `runsc start` of a pod's second container starts that container's gofer,
-# which inherits runsc's stdout and stderr; the shim reads them as one pipe
-# to its end, so with the pipe the gofer holds it waits forever (the pod
-# stays in ContainerCreating; the shim's stack is in os/exec.(*Cmd).Wait
-# under go-runc's Start). For `start` the wrapper gives runsc a file
-# instead and passes on what it wrote. Every other subcommand keeps its
-# stdio: `create` hands the container's own stdio through it.
-cat >"$CLUSTER_ROOT/runsc" <<EOC
-#!/bin/bash
-runsc=$(command -v runsc || echo /usr/bin/runsc)
-if ((\$# >= 2)) && [[ \${@: -2:1} == start ]]; then
-	out=\$(mktemp /tmp/sandcheck-runsc-start.XXXXXX) || exit 1
-	"\$runsc" ${RUNSC_FLAGS:---network=none} "\$@" >"\$out" 2>&1
-	rc=\$?
-	cat "\$out"
-	rm -f "\$out"
-	exit "\$rc"
-fi
-exec "\$runsc" ${RUNSC_FLAGS:---network=none} "\$@"
-EOC
+# network=none (loopback only); RUNSC_FLAGS adds or changes flags. The
+# wrapper (runsc-wrapper.sh) says what else it changes and why.
+runsc_bin=$(command -v runsc || echo /usr/bin/runsc)
+sed -e "s|@RUNSC@|$runsc_bin|" -e "s|@FLAGS@|${RUNSC_FLAGS:---network=none}|" \
+	"$here/runsc-wrapper.sh" >"$CLUSTER_ROOT/runsc"
 chmod 755 "$CLUSTER_ROOT/runsc"
 
 # containerd, apart from Docker's.
