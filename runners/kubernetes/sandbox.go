@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
 )
 
 // Sandbox is one pod in a namespace of its own.
@@ -140,9 +141,19 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
+	// The identity the platform's template gives each pod (its labels and
+	// host name may name ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET} and
+	// ${SANDCHECK_TASK}, as a docker target's do), filled for this task.
+	id := targets.Identity{RunID: labels["sandcheck.run"], Target: labels["sandcheck.target"], Task: labels["sandcheck.task"]}
+	for k, v := range pod.Labels {
+		pod.Labels[k] = id.Expand(v)
+	}
 	maps.Copy(pod.Labels, labels)
 	p := &pod.Spec
 	p.RestartPolicy = corev1.RestartPolicyNever
+	if p.Hostname != "" {
+		p.Hostname = (&targets.Docker{Hostname: p.Hostname}).IdentityHostname(id)
+	}
 	if spec.Hostname != "" {
 		p.Hostname = spec.Hostname
 	}

@@ -251,6 +251,15 @@ enableServer: true
 evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
 imageGCHighThresholdPercent: 100
 EOC
+# The node's seccomp profiles, as a node pool's provisioning installs them
+# (a pod names one with seccompProfile type Localhost): sandcheck/nocaps.json
+# is the upstream Docker default resolved for a pod without capabilities,
+# in the OCI format containerd reads (fixtures/kubernetes/seccomp-nocaps.json;
+# runners/kubernetes/seccomp_test.go derives it). down.sh removes it with
+# the kubelet's folder.
+mkdir -p "$CLUSTER_ROOT/kubelet/seccomp/sandcheck"
+cp "$here/../../fixtures/kubernetes/seccomp-nocaps.json" "$CLUSTER_ROOT/kubelet/seccomp/sandcheck/nocaps.json"
+
 bg kubelet "$CLUSTER_BIN/kubelet" --config "$CLUSTER_ROOT/kubelet.yaml" \
 	--kubeconfig "$CLUSTER_ROOT/kubelet.kubeconfig" --root-dir "$CLUSTER_ROOT/kubelet" \
 	--hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
