@@ -264,3 +264,36 @@ func TestPodForIdentityAndRunEnv(t *testing.T) {
 		t.Error("devices accepted")
 	}
 }
+
+// A pod's process limit is its cgroup's pids.max ("max": none); a path that
+// leaves the hierarchy or a file that is not a number tells nothing.
+func TestPodPidsLimit(t *testing.T) {
+	root := t.TempDir()
+	defer func(r string) { cgroupRoot = r }(cgroupRoot)
+	cgroupRoot = root
+	for pod, v := range map[string]string{"a": "max\n", "b": "256\n", "c": "lots\n"} {
+		d := filepath.Join(root, "pids", "kubepods", "pod"+pod)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "pids.max"), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		want int64
+		ok   bool
+	}{
+		{"/kubepods/poda/c1", 0, true},
+		{"/kubepods/podb/c1", 256, true},
+		{"/kubepods/podc/c1", 0, false},
+		{"/kubepods/podz/c1", 0, false},
+		{"kubepods/podb/c1", 0, false},
+		{"/kubepods/../../podb/c1", 0, false},
+	} {
+		if got, ok := podPidsLimit(tc.path); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
