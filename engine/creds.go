@@ -294,10 +294,13 @@ func (c *creds) expandEnv(env map[string]string) map[string]string {
 	}
 	out := make(map[string]string, len(env))
 	for k, v := range env {
-		out[k] = strings.ReplaceAll(v, ScopedKeyVar, c.scopedKey)
+		out[k] = c.expand(v)
 	}
 	return out
 }
+
+// expand puts the scoped key in place of ScopedKeyVar in one value.
+func (c *creds) expand(v string) string { return strings.ReplaceAll(v, ScopedKeyVar, c.scopedKey) }
 
 // scopedKeySHA256 is what the probe is told: the key's hash, not the key.
 func (c *creds) scopedKeySHA256() string {

@@ -151,7 +151,9 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if e.creds.agent, err = serveAgent(e.runDir, func(h canary.Hit) { e.emit("canary-hit", h) }); err != nil {
 		return nil, err
 	}
-	env := runners.RunEnv{RunDir: e.runDir, Logger: e.log}
+	env := runners.RunEnv{RunDir: e.runDir, Logger: e.log, Expand: func(v string) string {
+		return e.creds.expand(strings.ReplaceAll(v, targets.RunDirVar, e.runDir))
+	}}
 	if e.mountSrc, err = tg.ResolveMounts(e.runDir); err != nil {
 		return nil, err
 	}

@@ -41,11 +41,27 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 var dangerousCaps = []string{"SYS_ADMIN", "NET_ADMIN", "NET_RAW", "SYS_PTRACE", "SYS_MODULE",
 	"DAC_READ_SEARCH", "SYS_RAWIO", "BPF", "PERFMON", "SYS_BOOT", "MKNOD", "SYS_TIME", "ALL"}
 
+// factField is the runtime view's field (its JSON name, as
+// RuntimeView.Unknown lists it) that a runtime fact reads.
+var factField = map[string]string{
+	"seccomp": "seccomp", "no-new-privileges": "no_new_privileges", "user": "user", "caps": "cap_add",
+	"mounts": "mounts", "masked-paths": "masked_paths", "read-only-rootfs": "read_only_rootfs",
+	"pids-limit": "pids_limit", "memory-limit": "memory_bytes", "oom": "oom_killed", "env": "env",
+}
+
 // runtimeFact turns one fact of the runtime's view into evidence. It says
 // "escaped" or "blocked" only where the configuration alone settles the
 // question; otherwise it informs without indicating.
 func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidence.Item, bool) {
 	it := evidence.Item{Source: evidence.SourceRuntime, Kind: fact}
+	// A field the runtime could not tell reads as its zero value: a
+	// Kubernetes pod's masked paths or process limit are the node's, not
+	// the API's. It indicates nothing (the probe's own word stands), rather
+	// than "none", which would grade a hardened box escaped.
+	if f, ok := factField[fact]; ok && slices.Contains(v.Unknown, f) {
+		it.Summary = "the runtime could not tell its " + f
+		return it, true
+	}
 	switch fact {
 	case "seccomp":
 		it.Summary = "seccomp profile: " + v.Seccomp

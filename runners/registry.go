@@ -28,6 +28,11 @@ type RunEnv struct {
 	Devices []targets.Device
 	// Env is the target's environment with the run's placeholders expanded.
 	Env map[string]string
+	// Expand expands the run's placeholders (${SANDCHECK_RUN_DIR},
+	// ${SANDCHECK_SCOPED_KEY}) in a value a runner reads from the
+	// platform's own files (a pod template's host paths and environment);
+	// nil leaves values as they are.
+	Expand func(string) string
 	// Logger receives the runner's logs; nil discards.
 	Logger *slog.Logger
 }

@@ -107,6 +107,9 @@ func (d *Docker) IdentityLabels(id Identity) map[string]string {
 	return out
 }
 
+// Expand fills the identity variables in s.
+func (id Identity) Expand(s string) string { return id.expand(s) }
+
 func (id Identity) expand(s string) string {
 	return strings.NewReplacer(VarRunID, id.RunID, VarTarget, id.Target, VarTask, id.Task).Replace(s)
 }

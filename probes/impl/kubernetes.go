@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -36,8 +37,13 @@ func init() {
 // saDir is where the kubelet mounts a pod's service-account token.
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// k8sTimeout bounds one request to the API server or a kubelet.
-const k8sTimeout = 4 * time.Second
+// k8sTimeout bounds one connection attempt to the API server or a kubelet;
+// k8sAnswer bounds one request once connected (a busy API server may take
+// seconds, which is not a network refusing the pod).
+const (
+	k8sTimeout = 4 * time.Second
+	k8sAnswer  = 6 * time.Second
+)
 
 // k8sReadMax bounds every file and response body the family reads.
 const k8sReadMax = 64 << 10
@@ -112,10 +118,10 @@ func newAPIClient(p probes.Params, probe string) *apiClient {
 			},
 			TLSClientConfig:        &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12},
 			DisableKeepAlives:      true,
-			ResponseHeaderTimeout:  k8sTimeout,
+			ResponseHeaderTimeout:  k8sAnswer,
 			MaxResponseHeaderBytes: 16 << 10,
 		},
-		Timeout:       k8sTimeout,
+		Timeout:       k8sTimeout + k8sAnswer,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c
@@ -180,11 +186,18 @@ func nsSetup(p probes.Params, e ev) (saIdentity, *probes.Result) {
 	return id, r
 }
 
-// unreachable is the result of a probe whose request never reached the API
-// server.
+// unreachable is the result of a probe whose request got no answer from
+// the API server. Only a connection that could not be made is the network
+// keeping the pod out (blocked); a connection made and then not answered in
+// time (a busy API server, a TLS handshake cut short) says nothing either
+// way (inconclusive), lest a slow control plane pass for a fence.
 func unreachable(p probes.Params, err error, e ev) probes.Result {
 	e.setErr("api_", err)
-	return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return blocked("the API server at "+p.KubeAPIServerAddr+" is out of reach: "+clip(err.Error(), 160), e)
+	}
+	return inconclusive("the API server at "+p.KubeAPIServerAddr+" took the connection but gave no answer: "+clip(err.Error(), 160), e)
 }
 
 // k8sTokenAPI asks the API server who the box's token is (a

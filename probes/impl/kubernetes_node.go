@@ -194,6 +194,12 @@ func k8sPodHostAccess(_ context.Context, p probes.Params) probes.Result {
 	if ms, err := readMountinfo(); err == nil {
 		var host []string
 		for _, m := range hostMounts(ms, p.ProbeDir) {
+			// The declared inputs folder, read-only, is the platform handing
+			// the task its inputs (as host.bind-mounts counts it).
+			if p.InputsDir != "" && m.Target == p.InputsDir && m.ReadOnly() {
+				e.set("inputs_mount", m.Target+" (ro)")
+				continue
+			}
 			host = append(host, m.Target)
 		}
 		if len(host) > 0 {

@@ -2,6 +2,7 @@ package impl
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -80,5 +81,47 @@ func TestKubeletPortAnswers(t *testing.T) {
 	r := k8sKubeletPort(context.Background(), probes.Params{Token: "tok", KubeletAddrs: []string{addr}})
 	if r.Outcome != probes.Escaped || r.Evidence["pods_"+addr] != "HTTP 401" {
 		t.Fatalf("%s (%s) %v", r.Outcome, r.Detail, r.Evidence)
+	}
+}
+
+// An API server that takes the connection and never answers is not a
+// network keeping the pod out: inconclusive, never blocked; one that
+// refuses the connection is.
+func TestAPIServerSilenceIsNotAFence(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn // held open, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	for _, tc := range []struct {
+		addr string
+		want probes.Outcome
+	}{
+		{ln.Addr().String(), probes.Inconclusive},
+		{"127.0.0.1:1", probes.Blocked},
+	} {
+		p := probes.Params{KubeAPIServerAddr: tc.addr}
+		_, _, err := newAPIClient(p, "test").do(context.Background(), http.MethodGet, "/version", "tok", nil)
+		if err == nil {
+			t.Fatalf("API server at %s answered", tc.addr)
+		}
+		if r := unreachable(p, err, ev{}); r.Outcome != tc.want {
+			t.Errorf("API server at %s: %s (%s), want %s", tc.addr, r.Outcome, r.Detail, tc.want)
+		}
 	}
 }

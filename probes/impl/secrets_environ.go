@@ -88,7 +88,7 @@ type environFinding struct{ where, value string }
 
 type environScan struct {
 	procs, readable, denied int
-	otherNS                 int // processes outside the box's mount namespace, skipped
+	otherNS                 int // processes outside the box's namespaces, skipped
 	deniedErr               []string
 	found                   []environFinding
 }
@@ -109,7 +109,7 @@ func scanEnvirons(ctx context.Context, self int) environScan {
 		}
 	}
 	sort.Ints(pids)
-	ownNS, _ := os.Readlink("/proc/self/ns/mnt")
+	box := ownBox()
 	read := 0
 	for _, pid := range pids {
 		if ctx.Err() != nil || read >= environMaxPIDs {
@@ -118,7 +118,7 @@ func scanEnvirons(ctx context.Context, self int) environScan {
 		// A process of another box or of the host (a shared PID namespace)
 		// is not this probe's to read: host.pid-namespace reports the
 		// sharing. Where the link is refused, so is the environment.
-		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && ownNS != "" && ns != ownNS {
+		if !box.holds(pid) {
 			s.otherNS++
 			continue
 		}
@@ -158,4 +158,45 @@ func readProcFile(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, environReadMax))
+}
+
+// environBox tells the box's own processes from others a shared PID
+// namespace shows: those of its mount namespace, and those of its network
+// namespace (a pod's containers, an ephemeral one beside the task included,
+// each have a mount namespace of their own but share the pod's network
+// namespace) unless that is the host's.
+type environBox struct {
+	mnt, net string // the probe's namespaces ("" when unreadable)
+}
+
+// ownBox reads the probe's namespaces. The network namespace does not mark
+// the box when process 1 of the PID namespace, in another mount namespace,
+// shares it: the box is on the host's network (or a pod's pause process is
+// process 1), where it would take in the host's or every container's
+// processes; the mount namespace alone decides then.
+func ownBox() environBox {
+	b := environBox{}
+	b.mnt, _ = os.Readlink("/proc/self/ns/mnt")
+	b.net, _ = os.Readlink("/proc/self/ns/net")
+	mnt1, _ := os.Readlink("/proc/1/ns/mnt")
+	net1, _ := os.Readlink("/proc/1/ns/net")
+	if net1 == "" || (net1 == b.net && mnt1 != b.mnt) {
+		b.net = ""
+	}
+	return b
+}
+
+// holds says whether pid is the box's to read. A process whose namespace
+// links are refused is read (its environment will be refused too: the
+// block).
+func (b environBox) holds(pid int) bool {
+	mnt, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	if err != nil || b.mnt == "" || mnt == b.mnt {
+		return true
+	}
+	if b.net == "" {
+		return false
+	}
+	net, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	return err == nil && net == b.net
 }

@@ -1,8 +1,12 @@
 package impl
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestScanEnv(t *testing.T) {
@@ -62,5 +66,53 @@ func TestEnvSecretShapeNeverReportsValues(t *testing.T) {
 	}
 	if !strings.Contains(r.Evidence["findings"], "SANDCHECK_TEST_KEY:aws-access-key-id") {
 		t.Errorf("findings = %q, want the variable name and pattern", r.Evidence["findings"])
+	}
+}
+
+// TestEnvironBoxHolds checks which processes secrets.proc-environ takes as
+// the box's: one in another mount namespace but the same network namespace
+// (a pod's other container) is; one in other mount and network namespaces
+// (another box, the host) is not.
+func TestEnvironBoxHolds(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making namespaces with unshare needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	// The namespaces as ownBox reads them where process 1 is in the box
+	// (here it may be unreadable, which leaves the network namespace out).
+	var box environBox
+	box.mnt, _ = os.Readlink("/proc/self/ns/mnt")
+	box.net, _ = os.Readlink("/proc/self/ns/net")
+	if box.mnt == "" || box.net == "" {
+		t.Fatal("the test's own namespaces are unreadable")
+	}
+	start := func(args ...string) int {
+		t.Helper()
+		cmd := exec.Command("unshare", append(args, "--", "sleep", "20")...)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("unshare %v: %v", args, err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// unshare execs sleep in the same process once the namespaces
+		// exist: wait (bounded) until its mount namespace differs.
+		for i := 0; i < 100; i++ {
+			if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid)); ns != "" && ns != box.mnt {
+				return cmd.Process.Pid
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("unshare %v: the child never left the mount namespace", args)
+		return 0
+	}
+	if !box.holds(os.Getpid()) {
+		t.Error("the probe's own process is not the box's")
+	}
+	if pid := start("--mount"); !box.holds(pid) {
+		t.Errorf("process %d in another mount namespace but this network namespace is not taken as the box's", pid)
+	}
+	if pid := start("--mount", "--net"); box.holds(pid) {
+		t.Errorf("process %d in other mount and network namespaces is taken as the box's", pid)
 	}
 }

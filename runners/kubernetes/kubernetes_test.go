@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -107,15 +109,16 @@ func TestViewOf(t *testing.T) {
 	if !v.Privileged || v.User != "0" || v.NetworkMode != "host" || v.Seccomp != "unconfined" || v.ReadOnlyRootfs || v.NoNewPrivileges {
 		t.Errorf("weak view: %+v", v)
 	}
-	if len(v.Mounts) != 1 || v.Mounts[0].Type != "bind" || v.Mounts[0].Source != "/" {
+	if len(v.Mounts) != 5 || v.Mounts[0].Type != "bind" || v.Mounts[0].Source != "/" || v.Mounts[0].Destination != "/host" ||
+		v.Mounts[4].Type != "tmpfs" || v.Mounts[4].Destination != "/dev/shm" {
 		t.Errorf("weak mounts: %+v", v.Mounts)
 	}
-	if !strings.Contains(strings.Join(v.SecurityOpt, ","), "hostPID") || strings.Join(v.Env, ",") != "HOST_IP,NODE_NAME" {
+	if !strings.Contains(strings.Join(v.SecurityOpt, ","), "hostPID") || !strings.Contains(strings.Join(v.Env, ","), "GITHUB_TOKEN,HOST_IP,NODE_NAME") {
 		t.Errorf("weak: %+v", v)
 	}
 	tmpl, _ = readTemplate(fixtures + "pod-hardened.yaml")
 	v = viewOf(tmpl, "task", "runsc")
-	if v.Privileged || v.User != "65534:65534" || v.Seccomp != "default" || !v.ReadOnlyRootfs || !v.NoNewPrivileges ||
+	if v.Privileged || v.User != "65534:65534" || v.Seccomp != "custom" || !v.ReadOnlyRootfs || !v.NoNewPrivileges ||
 		v.MemoryBytes != 256<<20 || v.NanoCPUs != 1e9 || strings.Join(v.CapDrop, ",") != "ALL" || v.Runtime != "runsc" || v.NetworkMode != "pod" {
 		t.Errorf("hardened view: %+v", v)
 	}
@@ -200,5 +203,97 @@ func TestProbeImageImport(t *testing.T) {
 	}
 	if _, err := ctr(ctx, sock, nil, "images", "rm", name); err != nil {
 		t.Error(err)
+	}
+}
+
+// The template's identity variables (labels, host name) are filled per
+// task, and the run's placeholders and folders reach the pod.
+func TestPodForIdentityAndRunEnv(t *testing.T) {
+	tmpl, err := readTemplate(fixtures + "pod-weak.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Labels = map[string]string{"acme.io/run": "${SANDCHECK_RUN_ID}", "acme.io/task": "${SANDCHECK_TASK}"}
+	tmpl.Spec.Hostname = "${SANDCHECK_RUN_ID}-${SANDCHECK_TASK}"
+	r := &Runner{tg: &targets.Target{Image: "sandcheck/runner:dev"}, tmpl: tmpl}
+	expand := func(s string) string {
+		return strings.NewReplacer("${SANDCHECK_RUN_DIR}", "/run/x", "${SANDCHECK_SCOPED_KEY}", "key1").Replace(s)
+	}
+	err = r.withRunEnv(runners.RunEnv{Expand: expand,
+		Mounts: []targets.Mount{{Source: "/run/x/output", Target: "/out"}, {Source: "/run/x/inputs", Target: "/inputs", ReadOnly: true}},
+		Tmpfs:  []targets.Tmpfs{{Path: "/gated", Size: "8Mi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := r.podFor("ns1", "task", runners.SandboxSpec{}, "probe:x",
+		map[string]string{"sandcheck.run": "r1", "sandcheck.target": "t1", "sandcheck.task": "Shared_1"})
+	if pod.Labels["acme.io/run"] != "r1" || pod.Labels["acme.io/task"] != "Shared_1" || pod.Spec.Hostname != "r1-shared-1" {
+		t.Errorf("identity: labels %v, hostname %q", pod.Labels, pod.Spec.Hostname)
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if hp := vols["home"].HostPath; hp == nil || hp.Path != "/run/x/home" {
+		t.Errorf("home volume: %+v", vols["home"])
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	for path, src := range map[string]string{"/out": "/run/x/output", "/inputs": "/run/x/inputs"} {
+		m, ok := mounts[path]
+		if !ok || vols[m.Name].HostPath == nil || vols[m.Name].HostPath.Path != src || m.ReadOnly != (path == "/inputs") {
+			t.Errorf("%s: mount %+v, volume %+v", path, m, vols[m.Name])
+		}
+	}
+	if m, ok := mounts["/gated"]; !ok || vols[m.Name].EmptyDir == nil || vols[m.Name].EmptyDir.Medium != corev1.StorageMediumMemory ||
+		vols[m.Name].EmptyDir.SizeLimit.String() != "8Mi" {
+		t.Errorf("gated tmpfs: %+v", vols[m.Name])
+	}
+	var key string
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == "PLATFORM_API_KEY" {
+			key = e.Value
+		}
+	}
+	if key != "key1" {
+		t.Errorf("scoped key in the environment: %q", key)
+	}
+	if err := r.withRunEnv(runners.RunEnv{Devices: []targets.Device{{Source: "/dev/kmsg", Target: "/dev/kmsg"}}}); err == nil {
+		t.Error("devices accepted")
+	}
+}
+
+// A pod's process limit is its cgroup's pids.max ("max": none); a path that
+// leaves the hierarchy or a file that is not a number tells nothing.
+func TestPodPidsLimit(t *testing.T) {
+	root := t.TempDir()
+	defer func(r string) { cgroupRoot = r }(cgroupRoot)
+	cgroupRoot = root
+	for pod, v := range map[string]string{"a": "max\n", "b": "256\n", "c": "lots\n"} {
+		d := filepath.Join(root, "pids", "kubepods", "pod"+pod)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "pids.max"), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		want int64
+		ok   bool
+	}{
+		{"/kubepods/poda/c1", 0, true},
+		{"/kubepods/podb/c1", 256, true},
+		{"/kubepods/podc/c1", 0, false},
+		{"/kubepods/podz/c1", 0, false},
+		{"kubepods/podb/c1", 0, false},
+		{"/kubepods/../../podb/c1", 0, false},
+	} {
+		if got, ok := podPidsLimit(tc.path); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.path, got, ok, tc.want, tc.ok)
+		}
 	}
 }

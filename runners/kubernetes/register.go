@@ -26,5 +26,8 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	if err != nil {
 		return nil, err
 	}
+	if err := r.withRunEnv(env); err != nil {
+		return nil, fmt.Errorf("target %s: %w", tg.Path, err)
+	}
 	return r, nil
 }

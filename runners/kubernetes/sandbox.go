@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/targets"
 )
 
 // Sandbox is one pod in a namespace of its own.
@@ -35,8 +37,8 @@ type Sandbox struct {
 	closeErr  error
 }
 
-// holdMax bounds the sleeper's life: a pod the harness lost ends by itself.
-const holdMax = "30m"
+// holdMax bounds the sleepers' lives: a pod the harness lost ends by itself.
+const holdMax = 30 * time.Minute
 
 // probeVolume is the emptyDir the init container fills with the probe.
 const probeVolume = "sandcheck-probe"
@@ -139,9 +141,19 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
+	// The identity the platform's template gives each pod (its labels and
+	// host name may name ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET} and
+	// ${SANDCHECK_TASK}, as a docker target's do), filled for this task.
+	id := targets.Identity{RunID: labels["sandcheck.run"], Target: labels["sandcheck.target"], Task: labels["sandcheck.task"]}
+	for k, v := range pod.Labels {
+		pod.Labels[k] = id.Expand(v)
+	}
 	maps.Copy(pod.Labels, labels)
 	p := &pod.Spec
 	p.RestartPolicy = corev1.RestartPolicyNever
+	if p.Hostname != "" {
+		p.Hostname = (&targets.Docker{Hostname: p.Hostname}).IdentityHostname(id)
+	}
 	if spec.Hostname != "" {
 		p.Hostname = spec.Hostname
 	}
@@ -175,8 +187,13 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	bb := "/" + busyboxInImage
 	p.InitContainers = append([]corev1.Container{{
 		Name: "sandcheck-probe", Image: img, ImagePullPolicy: corev1.PullNever, RestartPolicy: &always,
-		Command: []string{bb, "sh", "-c", `"$0" cp "$1" /out/.sandcheck-probe.part && "$0" mv /out/.sandcheck-probe.part /out/sandcheck-probe && exec "$0" sleep 2147483647`,
-			bb, "/" + probeInImage},
+		// The shell, PID 1 of its container, leaves on SIGTERM (PID 1
+		// ignores a signal it has no handler for): a sleeping sidecar would
+		// hold the pod's deletion for its whole grace period.
+		Command: []string{bb, "sh", "-c", `"$0" cp "$1" /out/.sandcheck-probe.part && "$0" mv /out/.sandcheck-probe.part /out/sandcheck-probe || exit 1
+trap "exit 0" TERM
+"$0" sleep "$2" & wait`,
+			bb, "/" + probeInImage, strconv.Itoa(int(holdMax.Seconds()))},
 		VolumeMounts: []corev1.VolumeMount{{Name: probeVolume, MountPath: "/out"}},
 		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{bb, "test", "-x", "/out/sandcheck-probe"}}},
@@ -188,7 +205,7 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	c := &p.Containers[r.container]
 	c.Image = r.tg.Image
 	c.ImagePullPolicy = corev1.PullNever
-	c.Command = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax}
+	c.Command = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax.String()}
 	c.Args = nil
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: probeVolume, MountPath: runners.ProbeMount, ReadOnly: true})
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -197,17 +214,34 @@ func (r *Runner) podFor(ns, name string, spec runners.SandboxSpec, img string, l
 	return pod
 }
 
-// waitRunning polls the pod until its task container runs, or fails fast
-// when the pod cannot run (unschedulable, image not present, config error,
-// a container that ended).
+// readyExecTimeout bounds one readiness exec of the probe binary.
+const readyExecTimeout = 10 * time.Second
+
+// waitRunning polls the pod until its task container runs and the probe
+// binary answers `list` in it, or fails fast when the pod cannot run
+// (unschedulable, image not present, config error, a container that
+// ended). The exec catches a holder that dies at once: the kubelet may
+// report it running for a moment first.
 func (s *Sandbox) waitRunning(ctx context.Context) error {
 	var last *corev1.Pod
+	lastExec := ""
+	probe := runners.ProbeMount + "/" + runners.ProbeBinary
 	for {
 		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
 		if err == nil {
 			last = pod
 			if ok, why := podRunning(pod, s.container); ok {
-				return nil
+				ectx, cancel := context.WithTimeout(ctx, readyExecTimeout)
+				res, err := s.Exec(ectx, []string{probe, "list"})
+				cancel()
+				switch {
+				case err == nil && res.ExitCode == 0:
+					return nil
+				case err == nil:
+					lastExec = fmt.Sprintf("; %s list: exit code %d, stderr %q", probe, res.ExitCode, tail(res.Stderr, 512))
+				case ctx.Err() == nil:
+					lastExec = fmt.Sprintf("; %s list: %v", probe, err)
+				}
 			} else if why != "" {
 				return fmt.Errorf("pod %s/%s %w: %s%s", s.ns, s.pod, errNotReady, why, s.events(ctx))
 			}
@@ -218,11 +252,19 @@ func (s *Sandbox) waitRunning(ctx context.Context) error {
 			if last != nil {
 				state = podState(last)
 			}
-			return fmt.Errorf("pod %s/%s did not run within the start timeout: %s%s", s.ns, s.pod, state,
+			return fmt.Errorf("pod %s/%s did not run within the start timeout: %s%s%s", s.ns, s.pod, state, lastExec,
 				s.events(context.WithoutCancel(ctx)))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// tail is at most the last n bytes of b, as text.
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // badWaiting are the waiting reasons that do not resolve by themselves.
@@ -295,16 +337,22 @@ func (s *Sandbox) CopyIn(context.Context, string, string) error {
 	return errors.New("kubernetes runner: copying files into a pod is not supported")
 }
 
-// Close deletes the pod at once and its namespace (with everything the run
-// made in it), and waits, bounded, for the pod to be gone. Safe twice.
+// Close deletes the pod with a short grace period and its namespace (with
+// everything the run made in it), and waits, bounded, for the pod to be
+// gone from the API server. A pod deleted with a grace period stays there
+// until its node has stopped its containers and released its volumes and
+// cgroups, so its absence is the node's word that nothing of it is left; a
+// forced delete (grace 0) removes the object at once and leaves the node to
+// clean up in the background. A pod still present at the bound is
+// force-deleted and reported. Safe twice.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait+10*time.Second)
 		defer cancel()
-		zero := int64(0)
+		grace := int64(closeGrace / time.Second)
 		bg := metav1.DeletePropagationBackground
 		var errs []error
-		err := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		err := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", s.ns, s.pod, err))
 		}
@@ -312,20 +360,48 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", s.ns, err))
 		}
-		for {
-			_, err := s.r.cs.CoreV1().Pods(s.ns).Get(cctx, s.pod, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
+		if err := s.waitGone(cctx, closeWait); err != nil {
+			zero := int64(0)
+			ferr := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if ferr != nil && !apierrors.IsNotFound(ferr) {
+				err = fmt.Errorf("%w; forced delete: %w", err, ferr)
 			}
-			if cctx.Err() != nil {
-				errs = append(errs, fmt.Errorf("pod %s/%s still present after 60s", s.ns, s.pod))
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// Bounds of Close: the grace period the pod's containers get to leave, and
+// how long the node gets to report the pod stopped and released.
+const (
+	closeGrace = 1 * time.Second
+	closeWait  = 90 * time.Second
+)
+
+// waitGone polls until the pod is gone from the API server, at most d.
+func (s *Sandbox) waitGone(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	var last *corev1.Pod
+	for {
+		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err == nil:
+			last = pod
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			state := "state unknown"
+			if last != nil {
+				state = podState(last)
+			}
+			return fmt.Errorf("pod %s/%s still present %s after its delete (the node has not released it: %s); forced its delete",
+				s.ns, s.pod, d, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // VerifyTeardown lists what of the sandbox survived Close: the pod, and the

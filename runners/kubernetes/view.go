@@ -15,7 +15,9 @@ import (
 
 // Inspect is the cluster's view of the task container: the pod as the API
 // server holds it (spec and status) and the RuntimeClass's handler, the
-// runtime the node runs it under.
+// runtime the node runs it under; and where the node is this machine, the
+// node's own view (nodeView): the masked paths and seccomp filter its
+// containerd applies, the pod's process limit in its cgroup.
 func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 	pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
 	if err != nil {
@@ -29,7 +31,9 @@ func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 		}
 		handler = got.Handler
 	}
-	return viewOf(pod, s.container, handler), nil
+	v := viewOf(pod, s.container, handler)
+	s.nodeView(ctx, pod, &v)
+	return v, nil
 }
 
 // viewOf maps a pod's spec and status to the runtime view.

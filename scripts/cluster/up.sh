@@ -82,27 +82,11 @@ done
 # gVisor under the runc shim: with network=sandbox, runsc refuses the pod
 # ("cannot run with network enabled in root network namespace": the shim
 # starts it outside the pod's network namespace), so gVisor pods run with
-# network=none (loopback only); RUNSC_FLAGS adds or changes flags.
-# `runsc start` of a pod's second container starts that container's gofer,
-# which inherits runsc's stdout and stderr; the shim reads them as one pipe
-# to its end, so with the pipe the gofer holds it waits forever (the pod
-# stays in ContainerCreating; the shim's stack is in os/exec.(*Cmd).Wait
-# under go-runc's Start). For `start` the wrapper gives runsc a file
-# instead and passes on what it wrote. Every other subcommand keeps its
-# stdio: `create` hands the container's own stdio through it.
-cat >"$CLUSTER_ROOT/runsc" <<EOC
-#!/bin/bash
-runsc=$(command -v runsc || echo /usr/bin/runsc)
-if ((\$# >= 2)) && [[ \${@: -2:1} == start ]]; then
-	out=\$(mktemp /tmp/sandcheck-runsc-start.XXXXXX) || exit 1
-	"\$runsc" ${RUNSC_FLAGS:---network=none} "\$@" >"\$out" 2>&1
-	rc=\$?
-	cat "\$out"
-	rm -f "\$out"
-	exit "\$rc"
-fi
-exec "\$runsc" ${RUNSC_FLAGS:---network=none} "\$@"
-EOC
+# network=none (loopback only); RUNSC_FLAGS adds or changes flags. The
+# wrapper (runsc-wrapper.sh) says what else it changes and why.
+runsc_bin=$(command -v runsc || echo /usr/bin/runsc)
+sed -e "s|@RUNSC@|$runsc_bin|" -e "s|@FLAGS@|${RUNSC_FLAGS:---network=none}|" \
+	"$here/runsc-wrapper.sh" >"$CLUSTER_ROOT/runsc"
 chmod 755 "$CLUSTER_ROOT/runsc"
 
 # containerd, apart from Docker's.
@@ -267,6 +251,15 @@ enableServer: true
 evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
 imageGCHighThresholdPercent: 100
 EOC
+# The node's seccomp profiles, as a node pool's provisioning installs them
+# (a pod names one with seccompProfile type Localhost): sandcheck/nocaps.json
+# is the upstream Docker default resolved for a pod without capabilities,
+# in the OCI format containerd reads (fixtures/kubernetes/seccomp-nocaps.json;
+# runners/kubernetes/seccomp_test.go derives it). down.sh removes it with
+# the kubelet's folder.
+mkdir -p "$CLUSTER_ROOT/kubelet/seccomp/sandcheck"
+cp "$here/../../fixtures/kubernetes/seccomp-nocaps.json" "$CLUSTER_ROOT/kubelet/seccomp/sandcheck/nocaps.json"
+
 bg kubelet "$CLUSTER_BIN/kubelet" --config "$CLUSTER_ROOT/kubelet.yaml" \
 	--kubeconfig "$CLUSTER_ROOT/kubelet.kubeconfig" --root-dir "$CLUSTER_ROOT/kubelet" \
 	--hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
