@@ -14,10 +14,7 @@ import (
 // not give the positive control's outcome, each with why. They are not
 // counted as failures but checked to still be what is written here, so a
 // change (a fix, or a new gap) shows.
-var bwrapHardenedGaps = map[string]struct {
-	got []probes.Outcome
-	why string
-}{
+var bwrapHardenedGaps = map[string]controlGap{
 	// In the sandbox's user namespace the workload's uid 65534 maps to 0
 	// of the outer user namespace bwrap makes to set the sandbox up (which
 	// maps to the host's 65534); from inside, the probe reads one level of
@@ -40,18 +37,25 @@ var bwrapHardenedGaps = map[string]struct {
 	"privilege.setuid-binaries": {[]probes.Outcome{probes.Inconclusive}, "setuid canary unmapped in the user namespace"},
 }
 
-// bwrapGapsHold checks every probe of a bwrap run against want, with gaps
-// (probe ID to the outcome seen and why) logged and held to what they say.
-func bwrapGapsHold(t *testing.T, rec *evidence.Record, want func(probes.Spec) (probes.Outcome, bool), gaps map[string]struct {
+// controlGap is a probe where a reference does not give the outcome its
+// control demands: the outcomes it gives instead, and why.
+type controlGap struct {
 	got []probes.Outcome
 	why string
-}) {
+}
+
+// gapsHold checks every probe of a run against want, with gaps (probe ID to
+// the outcomes seen and why) logged and held to what they say, so a fix or
+// a new gap shows. A not-tested probe is logged when lacks is nil; given
+// the runner's lacks (runners.Need* words), it must need one of them. The
+// run must have no harness error and leave nothing at teardown.
+func gapsHold(t *testing.T, rec *evidence.Record, want func(probes.Spec) (probes.Outcome, bool), gaps map[string]controlGap, lacks []string) {
 	t.Helper()
 	got := map[string]int{}
 	for i, r := range rec.Results {
 		got[r.Probe] = i
 	}
-	var held []string
+	var held, notTested []string
 	for _, s := range probes.Catalog() {
 		i, ok := got[s.ID]
 		if !ok {
@@ -66,15 +70,20 @@ func bwrapGapsHold(t *testing.T, rec *evidence.Record, want func(probes.Spec) (p
 		eff := rec.Effective(i)
 		if g, isGap := gaps[s.ID]; isGap {
 			if !slices.Contains(g.got, eff) {
-				t.Errorf("%s on %s: a known gap (%s) gave %s, not one of %v: update the gap list", s.ID, rec.Target.Name, g.why, eff, g.got)
+				t.Errorf("%s on %s: a known gap (%s) gave %s (%s), not one of %v: update the gap list", s.ID, rec.Target.Name, g.why, eff, r.Detail, g.got)
+				continue
 			}
 			t.Logf("%s on %s: known gap, %s (%s)", s.ID, rec.Target.Name, eff, g.why)
 			continue
 		}
 		if r.Outcome == probes.NotTested {
 			// A need the runner lacks (runners.Capabilities): logged, never
-			// a pass.
-			t.Logf("%s on %s: not tested: %s", s.ID, rec.Target.Name, r.Detail)
+			// a pass; with the runner's lacks given, only one of them
+			// excuses the probe.
+			if lacks != nil && !slices.ContainsFunc(s.Requires(), func(n string) bool { return slices.Contains(lacks, n) }) {
+				t.Errorf("%s on %s: not tested (%s), but it needs nothing runner %s lacks (%v)", s.ID, rec.Target.Name, r.Detail, rec.Runner, s.Requires())
+			}
+			notTested = append(notTested, s.ID)
 			continue
 		}
 		if !proven {
@@ -87,7 +96,7 @@ func bwrapGapsHold(t *testing.T, rec *evidence.Record, want func(probes.Spec) (p
 		held = append(held, s.ID)
 	}
 	sort.Strings(held)
-	t.Logf("%d probes hold their control on %s", len(held), rec.Target.Name)
+	t.Logf("%d probes hold their control on %s; %d not tested for a need the runner lacks: %v", len(held), rec.Target.Name, len(notTested), notTested)
 	if len(rec.Errors) > 0 {
 		t.Errorf("harness errors: %v", rec.Errors)
 	}
@@ -118,15 +127,12 @@ func TestBwrapHardenedReferenceBlocks(t *testing.T) {
 	if rec.Runner != "bwrap" {
 		t.Errorf("runner %q recorded", rec.Runner)
 	}
-	bwrapGapsHold(t, rec, positiveWant(rec.Target.Profile), bwrapHardenedGaps)
+	gapsHold(t, rec, positiveWant(rec.Target.Profile), bwrapHardenedGaps, nil)
 }
 
 // bwrapWeakGaps are the probes where the weak bwrap reference does not let
 // the attempt through, each with why.
-var bwrapWeakGaps = map[string]struct {
-	got []probes.Outcome
-	why string
-}{
+var bwrapWeakGaps = map[string]controlGap{
 	// bwrap always sets no_new_privs, so a setuid binary never raises.
 	"privilege.no-new-privs":    {[]probes.Outcome{probes.Blocked}, "bwrap always sets no_new_privs"},
 	"privilege.setuid-binaries": {[]probes.Outcome{probes.Blocked}, "bwrap always sets no_new_privs"},
@@ -150,7 +156,7 @@ func TestBwrapWeakReferenceEscapes(t *testing.T) {
 	if r.code != 1 {
 		t.Errorf("exit code %d, want 1 (criteria fail)\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	bwrapGapsHold(t, rec, negativeWant, bwrapWeakGaps)
+	gapsHold(t, rec, negativeWant, bwrapWeakGaps, nil)
 	if rec.Verdict == nil || rec.Verdict.Pass {
 		t.Errorf("verdict %+v: the weak reference must fail", rec.Verdict)
 	}
