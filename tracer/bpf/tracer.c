@@ -289,10 +289,27 @@ int sc_exit(u64 *ctx)
 	return 0;
 }
 
+/* head_sensitive reports whether a path whose first 8 bytes are w may start
+ * with one of the configured prefixes, which are all absolute: a relative
+ * path is done after one compare, an absolute one after a word compare per
+ * prefix. Bytes past a short path's NUL cannot turn a miss into a match (a
+ * prefix's head holds no NUL), nor a match into a miss that sensitive would
+ * not also find. */
+static __always_inline int head_sensitive(const struct config *g, u64 w)
+{
+	if ((w & 0xff) != '/')
+		return 0;
+	for (u32 p = 0; p < MAX_PREFIXES; p++) {
+		const struct prefix *pre = &g->prefixes[p];
+		if ((w & pre->mask) == pre->head)
+			return 1;
+	}
+	return 0;
+}
+
 /* sensitive reports whether a path (in a PATH_BYTES buffer) starts with one
- * of the configured prefixes, which are all absolute: a relative path is
- * done after one compare, an absolute one after a word compare per prefix
- * but for those whose first 8 bytes it shares. */
+ * of the configured prefixes: a word compare per prefix, then the bytes
+ * past the first 8 of those whose head it shares. */
 static __always_inline int sensitive(const struct config *g, const char *path)
 {
 	if (path[0] != '/')
@@ -397,6 +414,12 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		/* Most opens are not sensitive: decide before taking ring-buffer
 		 * room, in the CPU's own scratch. */
 		const char *path = (const char *)(nr == 2 ? a[0] : a[1]);
+		/* Nearly every open is told apart by the path's first word, read
+		 * alone; the whole string is copied only when that word matches a
+		 * prefix (or cannot be read: a short path at the end of a page). */
+		u64 w;
+		if (bpf_probe_read_user(&w, sizeof(w), path) == 0 && !head_sensitive(g, w))
+			return;
 		pathlen = bpf_probe_read_user_str(h->path, PATH_BYTES, path);
 		if (pathlen <= 0 || !sensitive(g, h->path))
 			return;

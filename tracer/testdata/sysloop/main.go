@@ -24,6 +24,10 @@
 //	                   more kinds of interesting calls than a tree may
 //	                   stream
 //	sysloop open P...  opens each path once (read-only)
+//	sysloop pageend P...  opens each path once (read-only), each with its
+//	                   NUL the last bytes of a page before an inaccessible
+//	                   one: a path shorter than 8 bytes there cannot be
+//	                   read a word at a time
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
@@ -39,6 +43,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
@@ -84,6 +89,11 @@ func main() {
 		for _, p := range os.Args[2:] {
 			unix.Open(p, unix.O_RDONLY, 0)
 		}
+	case "pageend":
+		if err := openAtPageEnd(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pageend:", err)
+			os.Exit(1)
+		}
 	case "kinds":
 		n, _ := strconv.Atoi(os.Args[2])
 		for i := range n {
@@ -125,6 +135,33 @@ func main() {
 			}
 		})
 	}
+}
+
+// openAtPageEnd opens each path with its NUL the last byte of a page that an
+// inaccessible page follows.
+func openAtPageEnd(paths []string) error {
+	pg := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 2*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mprotect(mem[pg:], unix.PROT_NONE); err != nil {
+		return err
+	}
+	cwd := unix.AT_FDCWD
+	for _, p := range paths {
+		off := pg - len(p) - 1
+		if off < 0 {
+			return fmt.Errorf("path %q longer than a page", p)
+		}
+		copy(mem[off:], p)
+		mem[pg-1] = 0
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&mem[off])), unix.O_RDONLY, 0, 0, 0)
+		if errno == 0 {
+			unix.Close(int(fd))
+		}
+	}
+	return nil
 }
 
 // measure runs f on one locked OS thread and prints its wall nanoseconds and
