@@ -319,7 +319,7 @@ type server struct {
 
 // startServer starts sysloop serve in the sandbox (or on the host) and
 // waits until its workload is ready.
-func startServer(b *testing.B, c *container, bin string, wl benchWorkload) *server {
+func startServer(b testing.TB, c *container, bin string, wl benchWorkload) *server {
 	var cmd *exec.Cmd
 	if wl.host {
 		cmd = exec.Command(bin, "serve", wl.mode, wl.n)
@@ -366,7 +366,7 @@ func startServer(b *testing.B, c *container, bin string, wl benchWorkload) *serv
 }
 
 // next is the server's next line of output, within a minute.
-func (s *server) next(b *testing.B) string {
+func (s *server) next(b testing.TB) string {
 	select {
 	case line, ok := <-s.out:
 		if !ok {
@@ -380,7 +380,7 @@ func (s *server) next(b *testing.B) string {
 }
 
 // run runs the workload once.
-func (s *server) run(b *testing.B) sample {
+func (s *server) run(b testing.TB) sample {
 	if _, err := fmt.Fprintln(s.in, "go"); err != nil {
 		b.Fatalf("asking sysloop serve for a run: %v", err)
 	}
