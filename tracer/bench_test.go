@@ -35,9 +35,8 @@ import (
 // order rotating run by run. A run's figure is the CPU time (user+system)
 // of the workload's thread, read from its CPU clock: the cost added to the
 // workload itself, without the wait for a core that the wall time also
-// carries. A round's figure for a mode is its fastest run: a shared
-// machine's interference only ever slows a run, and it does so by up to
-// half on this one.
+// carries. A round's figure for a mode is its median run (its fastest run,
+// printed beside it, swings more from round to round on a loaded machine).
 //
 // A mode's overhead is the median over the rounds of the round's ratio to
 // the runs without anything attached (runs seconds apart, which leaves out
@@ -143,15 +142,14 @@ func benchOverhead(b *testing.B, wl benchWorkload) {
 			}
 		}
 	}
-	// A round's figure for a mode is its fastest run: what a shared
-	// machine's interference adds to a run only ever slows it. The median
-	// run is kept to print beside it.
-	var cpu, wall, cpuMed [nModes][rounds]time.Duration
+	// A round's figure for a mode is its median run; the fastest is kept
+	// to print beside it.
+	var cpu, wall, cpuMin [nModes][rounds]time.Duration
 	for m := range nModes {
 		for r := range rounds {
-			cpu[m][r] = slices.Min(cpus(runs[m][r]))
-			wall[m][r] = slices.Min(walls(runs[m][r]))
-			cpuMed[m][r] = median(cpus(runs[m][r]))
+			cpu[m][r] = median(cpus(runs[m][r]))
+			wall[m][r] = median(walls(runs[m][r]))
+			cpuMin[m][r] = slices.Min(cpus(runs[m][r]))
 		}
 	}
 	emptyNS, tracerNS := programCost(b, att, srv)
@@ -177,7 +175,7 @@ func benchOverhead(b *testing.B, wl benchWorkload) {
 
 	trOver, emptyOver := pairedOverhead(cpu[modeTracer][:], cpu[modeOff][:]), pairedOverhead(cpu[modeEmpty][:], cpu[modeOff][:])
 	trWall, emptyWall := pairedOverhead(wall[modeTracer][:], wall[modeOff][:]), pairedOverhead(wall[modeEmpty][:], wall[modeOff][:])
-	trMedRun, emptyMedRun := pairedOverhead(cpuMed[modeTracer][:], cpuMed[modeOff][:]), pairedOverhead(cpuMed[modeEmpty][:], cpuMed[modeOff][:])
+	trMin, emptyMin := pairedOverhead(cpuMin[modeTracer][:], cpuMin[modeOff][:]), pairedOverhead(cpuMin[modeEmpty][:], cpuMin[modeOff][:])
 	emptyQ1, emptyQ3 := quartiles(cpu[modeEmpty][:], cpu[modeOff][:])
 	trQ1, trQ3 := quartiles(cpu[modeTracer][:], cpu[modeOff][:])
 	resolved := emptyQ1 > 0
@@ -206,14 +204,14 @@ func benchOverhead(b *testing.B, wl benchWorkload) {
 	b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
 	b.ReportMetric(tracerNS, "prog-ns/run")
 	b.ReportMetric(emptyNS, "empty-prog-ns/run")
-	b.Logf("%s: %s %s, %d rounds of %d runs per mode; CPU of a round's fastest run (median over the rounds): nothing attached %s, empty program %s, tracer %s; "+
+	b.Logf("%s: %s %s, %d rounds of %d runs per mode; CPU of a round's median run (median over the rounds): nothing attached %s, empty program %s, tracer %s; "+
 		"CPU overhead, median of the rounds' own ratios: tracer %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); "+
-		"the same between the rounds' median runs: tracer %+.1f%%, empty %+.1f%%; wall overhead: tracer %+.1f%%, empty %+.1f%%; "+
+		"the same between the rounds' fastest runs: tracer %+.1f%%, empty %+.1f%%; wall overhead: tracer %+.1f%%, empty %+.1f%%; "+
 		"%d syscalls/s; lost %+v; with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the empty one %.0f ns); "+
 		"waited %s for other programs on sys_exit to go; load average %s",
 		wl.name, wl.mode, wl.n, rounds, repsPerMode, median(cpu[modeOff][:]), median(cpu[modeEmpty][:]), median(cpu[modeTracer][:]),
 		trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100,
-		trMedRun*100, emptyMedRun*100, trWall*100, emptyWall*100,
+		trMin*100, emptyMin*100, trWall*100, emptyWall*100,
 		int64(float64(callsOn)/wallOn.Seconds()), lost, tracerNS, emptyNS, waited, loadAvg())
 	b.Logf("%s %s: tracer CPU overhead %+.1f%%, empty program's %+.1f%%, limit %.1fx that: %+.1f%%; ratio %.2f%s; load average %s",
 		verdict, wl.name, trOver*100, emptyOver*100, limitRatio, limit*100, ratio, note, loadAvg())
