@@ -48,8 +48,8 @@ import (
 // checks that no one else's program is on sys_exit (another tracer, such as
 // a sandcheck run's, makes the runs without ours pay for one) and makes a
 // run that had one again once it is gone; when it waited 3 minutes in all,
-// it goes on, and the line says INVALID instead. The tracer must also have counted every
-// syscall the workload made while it was attached.
+// it goes on, and the line says INVALID instead. The tracer must also have
+// counted every syscall the workload made while it was attached.
 //
 // Workloads (each run a few milliseconds): "tree" walks and reads a tree of
 // 512 files twice as a search through a source tree does (opens, reads,
