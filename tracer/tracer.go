@@ -177,23 +177,41 @@ func New(opts Options) (_ *Tracer, err error) {
 			return nil, fmt.Errorf("configuring the tracer: freeing slot %d: %w", slot, err)
 		}
 	}
-	for name, prog := range map[string]*ebpf.Program{
-		"sys_exit":           t.objs.ScSysExit,
-		"sched_process_exec": t.objs.ScExec,
-		"sched_process_fork": t.objs.ScFork,
-		"sched_process_exit": t.objs.ScExit,
-	} {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
-		if err != nil {
-			return nil, fmt.Errorf("%w: attaching BTF raw tracepoint %s: %v", ErrUnavailable, name, err)
-		}
-		t.links = append(t.links, l)
+	if err := t.attach(); err != nil {
+		return nil, err
 	}
 	if t.rd, err = ringbuf.NewReader(t.objs.Events); err != nil {
 		return nil, fmt.Errorf("opening the ring buffer: %w", err)
 	}
 	go t.read()
 	return t, nil
+}
+
+// tracepoints are the BTF raw tracepoints the tracer attaches to, which a
+// program measuring the kernel's own price for being there attaches to as
+// well (bench_test.go).
+var tracepoints = []string{"sys_exit", "sched_process_exec", "sched_process_fork", "sched_process_exit"}
+
+// attach attaches each program to its tracepoint.
+func (t *Tracer) attach() error {
+	progs := map[string]*ebpf.Program{
+		"sys_exit":           t.objs.ScSysExit,
+		"sched_process_exec": t.objs.ScExec,
+		"sched_process_fork": t.objs.ScFork,
+		"sched_process_exit": t.objs.ScExit,
+	}
+	for _, name := range tracepoints {
+		prog := progs[name]
+		if prog == nil {
+			return fmt.Errorf("attaching BTF raw tracepoint %s: no program for it", name)
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return fmt.Errorf("%w: attaching BTF raw tracepoint %s: %v", ErrUnavailable, name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	return nil
 }
 
 // Close detaches and unloads everything; safe twice.

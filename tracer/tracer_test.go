@@ -361,3 +361,43 @@ func TestSensitivePrefixesMatch(t *testing.T) {
 		t.Error("a relative prefix (never matched) should be refused")
 	}
 }
+
+// TestSensitivePathAtPageEnd opens short paths whose NUL ends a page before
+// an inaccessible one, where the kernel side cannot read the path's first
+// word alone: those under a prefix are events all the same.
+func TestSensitivePathAtPageEnd(t *testing.T) {
+	tr, err := New(Options{SensitivePrefixes: []string{"/ab", "/root/"}})
+	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
+		t.Skipf("needs root and BPF: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("loading the tracer: %v", err)
+	}
+	defer tr.Close()
+	want := []string{"/ab", "/abc", "/root/x"}
+	not := []string{"/a", "/root", "ab", "/b"}
+	bin := buildSysloop(t)
+	cmd, goAhead := startInNewPidNS(t, bin, append([]string{"wait", "pageend"}, append(want, not...)...)...)
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	goAhead()
+	rep := finish(t, cmd, w)
+	var got []string
+	for _, tree := range rep.Trees {
+		for _, ev := range tree.Events {
+			if ev.Kind == KindSyscall && ev.Syscall == "openat" {
+				got = append(got, ev.Path)
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("sensitive opens at a page's end seen: %q, want %q", got, want)
+	}
+	if c := rep.Syscalls()["openat"]; c.Calls < uint64(len(want)+len(not)) {
+		t.Errorf("openat counted %+v, want at least %d calls", c, len(want)+len(not))
+	}
+}

@@ -289,10 +289,27 @@ int sc_exit(u64 *ctx)
 	return 0;
 }
 
+/* head_sensitive reports whether a path whose first 8 bytes are w may start
+ * with one of the configured prefixes, which are all absolute: a relative
+ * path is done after one compare, an absolute one after a word compare per
+ * prefix. Bytes past a short path's NUL cannot turn a miss into a match (a
+ * prefix's head holds no NUL), nor a match into a miss that sensitive would
+ * not also find. */
+static __always_inline int head_sensitive(const struct config *g, u64 w)
+{
+	if ((w & 0xff) != '/')
+		return 0;
+	for (u32 p = 0; p < MAX_PREFIXES; p++) {
+		const struct prefix *pre = &g->prefixes[p];
+		if ((w & pre->mask) == pre->head)
+			return 1;
+	}
+	return 0;
+}
+
 /* sensitive reports whether a path (in a PATH_BYTES buffer) starts with one
- * of the configured prefixes, which are all absolute: a relative path is
- * done after one compare, an absolute one after a word compare per prefix
- * but for those whose first 8 bytes it shares. */
+ * of the configured prefixes: a word compare per prefix, then the bytes
+ * past the first 8 of those whose head it shares. */
 static __always_inline int sensitive(const struct config *g, const char *path)
 {
 	if (path[0] != '/')
@@ -362,9 +379,19 @@ static __always_inline u32 take_budget(const struct task_info *ti)
  * that repeats itself (gVisor's sentry drives its stubs with tens of
  * thousands of ptrace calls per run) thus costs a hash update per call, not
  * an event. */
-static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti, u64 id,
+static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti,
 					  const struct config *g, struct cpu_hot *h)
 {
+	if (nr == 2 || nr == 257 || nr == 437) {
+		/* Nearly every open is told apart by the path's first word, read
+		 * alone, before anything else; the whole string is copied only
+		 * when that word matches a prefix (or cannot be read: a short
+		 * path at the end of a page). */
+		const char *path = (const char *)(nr == 2 ? regs->di : regs->si);
+		u64 w;
+		if (bpf_probe_read_user(&w, sizeof(w), path) == 0 && !head_sensitive(g, w))
+			return;
+	}
 	/* BTF loads from the trusted pt_regs, no helper calls. */
 	unsigned long a[6];
 	a[0] = regs->di;
@@ -428,6 +455,8 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 	}
 	if (!first.streamed)
 		return;
+	/* Only a call that is streamed needs its ids. */
+	u64 id = bpf_get_current_pid_tgid();
 	struct event *ev = reserve(EV_SYSCALL, ti, id >> 32, (u32)id);
 	if (!ev)
 		return;
@@ -591,7 +620,7 @@ static __noinline void count_other(const struct hot_task *e, long nr, long ret)
 static __noinline void event_call(struct pt_regs *regs, long nr, long ret, const struct hot_task *e, struct cpu_hot *h)
 {
 	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
-	syscall_event(regs, nr, ret, &ti, bpf_get_current_pid_tgid(), &cfg, h);
+	syscall_event(regs, nr, ret, &ti, &cfg, h);
 }
 
 /* The hot path: every syscall of every task on the host ends here. */

@@ -24,9 +24,19 @@
 //	                   more kinds of interesting calls than a tree may
 //	                   stream
 //	sysloop open P...  opens each path once (read-only)
+//	sysloop pageend P...  opens each path once (read-only), each with its
+//	                   NUL the last bytes of a page before an inaccessible
+//	                   one: a path shorter than 8 bytes there cannot be
+//	                   read a word at a time
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
+//	sysloop serve MODE N  prepares workload MODE (loop, io or tree) with
+//	                   argument N, prints "ready", then runs it once per line
+//	                   read on stdin, all on the thread that was running
+//	                   when it printed "ready", and prints each run's wall
+//	                   and CPU nanoseconds and the syscalls it made; ends at
+//	                   EOF
 //
 // It is static (CGO_ENABLED=0) so it runs in a FROM-scratch image.
 package main
@@ -39,6 +49,7 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/sys/unix"
@@ -84,6 +95,11 @@ func main() {
 		for _, p := range os.Args[2:] {
 			unix.Open(p, unix.O_RDONLY, 0)
 		}
+	case "pageend":
+		if err := openAtPageEnd(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pageend:", err)
+			os.Exit(1)
+		}
 	case "kinds":
 		n, _ := strconv.Atoi(os.Args[2])
 		for i := range n {
@@ -91,56 +107,116 @@ func main() {
 				unix.Open(fmt.Sprintf("%s%d", kindsPrefix, i), unix.O_RDONLY, 0)
 			}
 		}
-	case "tree":
+	case "tree", "loop", "io":
 		n, _ := strconv.Atoi(os.Args[2])
-		if err := layTree(treeDir); err != nil {
-			fmt.Fprintln(os.Stderr, "tree:", err)
+		runtime.LockOSThread()
+		f, err := workload(os.Args[1], n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		measure(func() {
+		wall, cpu, _ := measure(f)
+		fmt.Println(wall, cpu)
+	case "serve":
+		n, _ := strconv.Atoi(os.Args[3])
+		// Every run is on this thread, which exists before a watch that
+		// begins after "ready" attributes the process's threads.
+		runtime.LockOSThread()
+		f, err := workload(os.Args[2], n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("ready")
+		in := bufio.NewScanner(os.Stdin)
+		for in.Scan() {
+			wall, cpu, calls := measure(f)
+			fmt.Println(wall, cpu, calls)
+		}
+	}
+}
+
+// openAtPageEnd opens each path with its NUL the last byte of a page that an
+// inaccessible page follows.
+func openAtPageEnd(paths []string) error {
+	pg := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 2*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mprotect(mem[pg:], unix.PROT_NONE); err != nil {
+		return err
+	}
+	cwd := unix.AT_FDCWD
+	for _, p := range paths {
+		off := pg - len(p) - 1
+		if off < 0 {
+			return fmt.Errorf("path %q longer than a page", p)
+		}
+		copy(mem[off:], p)
+		mem[pg-1] = 0
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&mem[off])), unix.O_RDONLY, 0, 0, 0)
+		if errno == 0 {
+			unix.Close(int(fd))
+		}
+	}
+	return nil
+}
+
+// workload prepares one of the benchmark's workloads (not timed) and returns
+// it; each run returns the syscalls it made.
+func workload(mode string, n int) (func() int, error) {
+	switch mode {
+	case "tree":
+		if err := layTree(treeDir); err != nil {
+			return nil, fmt.Errorf("tree: %w", err)
+		}
+		return func() int {
+			calls := 0
 			for range n {
-				walkTree(treeDir)
+				calls += walkTree(treeDir)
 			}
-		})
+			return calls
+		}, nil
 	case "loop":
-		n, _ := strconv.Atoi(os.Args[2])
-		measure(func() {
+		return func() int {
 			for range n {
 				unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
 			}
-		})
+			return n
+		}, nil
 	case "io":
-		n, _ := strconv.Atoi(os.Args[2])
 		in, err1 := unix.Open("/dev/zero", unix.O_RDONLY, 0)
 		out, err2 := unix.Open("/dev/null", unix.O_WRONLY, 0)
 		if err1 != nil || err2 != nil {
-			fmt.Fprintln(os.Stderr, "open:", err1, err2)
-			os.Exit(1)
+			return nil, fmt.Errorf("open: %v %v", err1, err2)
 		}
 		buf := make([]byte, 4096)
-		measure(func() {
+		return func() int {
 			for range n {
 				unix.Read(in, buf)
 				unix.Write(out, buf)
 			}
-		})
+			return 2 * n
+		}, nil
 	}
+	return nil, fmt.Errorf("unknown workload %q", mode)
 }
 
-// measure runs f on one locked OS thread and prints its wall nanoseconds and
-// the CPU nanoseconds (user+system) that thread used: the CPU figure leaves
-// out time spent waiting for a core on a busy host.
-func measure(f func()) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var r0, r1 unix.Rusage
-	unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+// measure runs f on the calling thread, which must be locked to its
+// goroutine, and returns its wall nanoseconds, the CPU nanoseconds
+// (user+system) that thread used and f's result: the CPU figure leaves out
+// time spent waiting for a core on a busy host. The thread's CPU clock is
+// read to the nanosecond (CLOCK_THREAD_CPUTIME_ID), where getrusage would
+// leave out what the thread ran since the last scheduler tick (up to 4 ms).
+func measure(f func() int) (wall, cpu int64, calls int) {
+	var c0, c1 unix.Timespec
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c0)
 	t0 := time.Now()
-	f()
-	wall := time.Since(t0)
-	unix.Getrusage(unix.RUSAGE_THREAD, &r1)
-	cpu := unix.TimevalToNsec(r1.Utime) - unix.TimevalToNsec(r0.Utime) + unix.TimevalToNsec(r1.Stime) - unix.TimevalToNsec(r0.Stime)
-	fmt.Println(wall.Nanoseconds(), cpu)
+	calls = f()
+	wall = time.Since(t0).Nanoseconds()
+	unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c1)
+	return wall, c1.Nano() - c0.Nano(), calls
 }
 
 func known() {
@@ -223,45 +299,60 @@ func layTree(dir string) error {
 }
 
 // walkTree reads every file under dir (one level of folders) with raw
-// syscalls, 4 KiB at a time.
-func walkTree(dir string) {
+// syscalls, 4 KiB at a time, and returns the syscalls it made.
+func walkTree(dir string) int {
 	top, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		return
+		return 1
 	}
 	defer unix.Close(top)
+	calls := 2 // the open and close of dir
 	buf := make([]byte, 4096)
-	for _, d := range entries(top) {
+	dirs, c := entries(top)
+	calls += c
+	for _, d := range dirs {
 		sub, err := unix.Openat(top, d, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		calls++
 		if err != nil {
 			continue
 		}
-		for _, f := range entries(sub) {
+		files, c := entries(sub)
+		calls += c
+		for _, f := range files {
 			fd, err := unix.Openat(sub, f, unix.O_RDONLY, 0)
+			calls++
 			if err != nil {
 				continue
 			}
 			for {
-				if n, err := unix.Read(fd, buf); n <= 0 || err != nil {
+				n, err := unix.Read(fd, buf)
+				calls++
+				if n <= 0 || err != nil {
 					break
 				}
 			}
 			unix.Close(fd)
+			calls++
 		}
 		unix.Close(sub)
+		calls++
 	}
+	return calls
 }
 
-// entries lists a directory's names (not . and ..) with getdents64.
-func entries(fd int) []string {
+// entries lists a directory's names (not . and ..) with getdents64 and
+// returns them with the calls it made.
+func entries(fd int) ([]string, int) {
 	var names []string
 	buf := make([]byte, 8192)
+	calls := 0
 	for range 1024 {
 		n, err := unix.ReadDirent(fd, buf)
+		calls++
 		if n <= 0 || err != nil {
 			break
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names)
 	}
-	return names
+	return names, calls
 }
