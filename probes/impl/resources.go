@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,14 +59,7 @@ func forkBomb(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
 	bound := int(probes.Bound(bounds(p).Processes, forkBound))
 	e.setInt("bound", bound)
-	// While the children hold every task the box may have, the Go runtime
-	// must not need a new thread (a GC worker woken on the other P, a
-	// goroutine's syscall handed off): failing to make one it dies, exit 2
-	// and no report (CI saw it under gVisor). Idle threads made now, no
-	// collection and no growing slice during the bomb.
-	warmThreads(8)
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	kids := make([]int, 0, bound)
+	var kids []int
 	defer func() { killAll(kids) }()
 	ppid := uintptr(unix.Getpid())
 	life := unix.NsecToTimespec(int64(sleeperLife))
