@@ -222,13 +222,6 @@ func TestCapped(t *testing.T) {
 	}
 }
 
-func TestLastLines(t *testing.T) {
-	got := lastLines([]byte("one\ntwo\x1b[31m\n\nthree\tfour\xff\n"), 2)
-	if got != "two[31m | three four" {
-		t.Errorf("lastLines = %q", got)
-	}
-}
-
 func TestRuntimeView(t *testing.T) {
 	pids := int64(64)
 	c := container.InspectResponse{

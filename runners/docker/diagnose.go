@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // Bounds on what a failed start reports of the container's own output.
@@ -58,26 +59,7 @@ func tailLogs(ctx context.Context, cli client.APIClient, ref string) string {
 	defer rc.Close()
 	out := newCapped(logTailBytes)
 	_, _ = stdcopy.StdCopy(out, out, rc)
-	return lastLines(out.buf, logTailLines)
-}
-
-// lastLines keeps the last n lines of hostile text, printable and joined with
-// " | " so they fit in one error message.
-func lastLines(b []byte, n int) string {
-	s := strings.Map(func(r rune) rune {
-		if r == '\n' || (unicode.IsPrint(r) && r != unicode.ReplacementChar) {
-			return r
-		}
-		if r == '\t' {
-			return ' '
-		}
-		return -1
-	}, strings.ToValidUTF8(string(b), ""))
-	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' })
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
+	return runners.LastLines(out.buf, logTailLines)
 }
 
 // remove kills and removes a container and its anonymous volumes; a

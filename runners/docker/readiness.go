@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // readyPoll is the pause between readiness attempts; readyExecTimeout bounds
@@ -40,16 +42,12 @@ func (w readiness) WaitUntilReady(ctx context.Context, target wait.StrategyTarge
 			// Start's error adds the state and the last log lines.
 			return errors.New("the container stopped before it was ready")
 		default:
-			ectx, cancel := context.WithTimeout(ctx, readyExecTimeout)
-			res, err := w.sb.Exec(ectx, []string{probePath, "list"})
-			cancel()
-			switch {
-			case err == nil && res.ExitCode == 0:
+			err := runners.ProbeAnswers(ctx, w.sb, readyExecTimeout)
+			if err == nil {
 				return nil
-			case err == nil:
-				last = fmt.Errorf("running %s list: exit code %d, stderr %q", probePath, res.ExitCode, lastLines(res.Stderr, 5))
-			case ctx.Err() == nil:
-				last = fmt.Errorf("running %s list: %w", probePath, err)
+			}
+			if ctx.Err() == nil {
+				last = err
 			}
 		}
 		select {

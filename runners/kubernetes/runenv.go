@@ -41,11 +41,11 @@ func (r *Runner) withRunEnv(env runners.RunEnv) error {
 		}
 	}
 	c := &p.Containers[r.container]
-	dirOrCreate := corev1.HostPathDirectory
+	dir := corev1.HostPathDirectory
 	for i, m := range env.Mounts {
 		name := "sandcheck-run-" + strconv.Itoa(i)
 		p.Volumes = append(p.Volumes, corev1.Volume{Name: name,
-			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: m.Source, Type: &dirOrCreate}}})
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: m.Source, Type: &dir}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for i, t := range env.Tmpfs {

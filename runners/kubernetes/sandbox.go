@@ -225,22 +225,17 @@ const readyExecTimeout = 10 * time.Second
 func (s *Sandbox) waitRunning(ctx context.Context) error {
 	var last *corev1.Pod
 	lastExec := ""
-	probe := runners.ProbeMount + "/" + runners.ProbeBinary
 	for {
 		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
 		if err == nil {
 			last = pod
 			if ok, why := podRunning(pod, s.container); ok {
-				ectx, cancel := context.WithTimeout(ctx, readyExecTimeout)
-				res, err := s.Exec(ectx, []string{probe, "list"})
-				cancel()
-				switch {
-				case err == nil && res.ExitCode == 0:
+				err := runners.ProbeAnswers(ctx, s, readyExecTimeout)
+				if err == nil {
 					return nil
-				case err == nil:
-					lastExec = fmt.Sprintf("; %s list: exit code %d, stderr %q", probe, res.ExitCode, tail(res.Stderr, 512))
-				case ctx.Err() == nil:
-					lastExec = fmt.Sprintf("; %s list: %v", probe, err)
+				}
+				if ctx.Err() == nil {
+					lastExec = "; " + err.Error()
 				}
 			} else if why != "" {
 				return fmt.Errorf("pod %s/%s %w: %s%s", s.ns, s.pod, errNotReady, why, s.events(ctx))
@@ -257,14 +252,6 @@ func (s *Sandbox) waitRunning(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// tail is at most the last n bytes of b, as text.
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // badWaiting are the waiting reasons that do not resolve by themselves.
