@@ -525,18 +525,18 @@ type sample struct {
 	calls     int64
 }
 
+// walls and cpus are the samples' wall and CPU times.
 func walls(s []sample) []time.Duration {
-	var d []time.Duration
-	for _, x := range s {
-		d = append(d, x.wall)
-	}
-	return d
+	return durations(s, func(x sample) time.Duration { return x.wall })
+}
+func cpus(s []sample) []time.Duration {
+	return durations(s, func(x sample) time.Duration { return x.cpu })
 }
 
-func cpus(s []sample) []time.Duration {
-	var d []time.Duration
-	for _, x := range s {
-		d = append(d, x.cpu)
+func durations(s []sample, of func(sample) time.Duration) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i, x := range s {
+		d[i] = of(x)
 	}
 	return d
 }

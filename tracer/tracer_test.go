@@ -325,34 +325,10 @@ func TestAlikeCallsCountedInKernel(t *testing.T) {
 // (shorter and longer than the kernel side's 8-byte head, relative ones,
 // near misses): exactly the absolute paths under a prefix are events.
 func TestSensitivePrefixesMatch(t *testing.T) {
-	tr, err := New(Options{SensitivePrefixes: []string{"/ab", "/root/", "/etc/shadow", "/nonexistent-sandcheck/long/prefix/"}})
-	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
-		t.Skipf("needs root and BPF: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("loading the tracer: %v", err)
-	}
-	defer tr.Close()
 	want := []string{"/ab", "/abc", "/root/x", "/etc/shadow", "/etc/shadow-", "/nonexistent-sandcheck/long/prefix/f"}
 	not := []string{"/a", "/root", "/rootx/y", "/etc/shado", "/etc/passwd", "ab", "root/x", "etc/shadow",
 		"/nonexistent-sandcheck/long/prefiX/f", "/nonexistent-sandcheck/long/prefix"}
-	bin := buildSysloop(t)
-	cmd, goAhead := startInNewPidNS(t, bin, append([]string{"wait", "open"}, append(want, not...)...)...)
-	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
-	if err != nil {
-		t.Fatalf("watching: %v", err)
-	}
-	goAhead()
-	rep := finish(t, cmd, w)
-	var got []string
-	for _, tree := range rep.Trees {
-		for _, ev := range tree.Events {
-			if ev.Kind == KindSyscall && ev.Syscall == "openat" {
-				got = append(got, ev.Path)
-			}
-		}
-	}
-	slices.Sort(got)
+	got, _ := sensitiveOpens(t, []string{"/ab", "/root/", "/etc/shadow", "/nonexistent-sandcheck/long/prefix/"}, "open", append(want, not...))
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("sensitive opens seen: %q, want %q", got, want)
@@ -362,11 +338,12 @@ func TestSensitivePrefixesMatch(t *testing.T) {
 	}
 }
 
-// TestSensitivePathAtPageEnd opens short paths whose NUL ends a page before
-// an inaccessible one, where the kernel side cannot read the path's first
-// word alone: those under a prefix are events all the same.
-func TestSensitivePathAtPageEnd(t *testing.T) {
-	tr, err := New(Options{SensitivePrefixes: []string{"/ab", "/root/"}})
+// sensitiveOpens loads a tracer watching for prefixes, runs sysloop's mode
+// (open or pageend) over paths in a new PID namespace under it, and returns
+// the openat events' paths, sorted, and the report.
+func sensitiveOpens(t *testing.T, prefixes []string, mode string, paths []string) ([]string, *Report) {
+	t.Helper()
+	tr, err := New(Options{SensitivePrefixes: prefixes})
 	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
 		t.Skipf("needs root and BPF: %v", err)
 	}
@@ -374,10 +351,8 @@ func TestSensitivePathAtPageEnd(t *testing.T) {
 		t.Fatalf("loading the tracer: %v", err)
 	}
 	defer tr.Close()
-	want := []string{"/ab", "/abc", "/root/x"}
-	not := []string{"/a", "/root", "ab", "/b"}
 	bin := buildSysloop(t)
-	cmd, goAhead := startInNewPidNS(t, bin, append([]string{"wait", "pageend"}, append(want, not...)...)...)
+	cmd, goAhead := startInNewPidNS(t, bin, append([]string{"wait", mode}, paths...)...)
 	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
 	if err != nil {
 		t.Fatalf("watching: %v", err)
@@ -393,6 +368,16 @@ func TestSensitivePathAtPageEnd(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
+	return got, rep
+}
+
+// TestSensitivePathAtPageEnd opens short paths whose NUL ends a page before
+// an inaccessible one, where the kernel side cannot read the path's first
+// word alone: those under a prefix are events all the same.
+func TestSensitivePathAtPageEnd(t *testing.T) {
+	want := []string{"/ab", "/abc", "/root/x"}
+	not := []string{"/a", "/root", "ab", "/b"}
+	got, rep := sensitiveOpens(t, []string{"/ab", "/root/"}, "pageend", append(want, not...))
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("sensitive opens at a page's end seen: %q, want %q", got, want)

@@ -307,6 +307,20 @@ static __always_inline int head_sensitive(const struct config *g, u64 w)
 	return 0;
 }
 
+/* open_path is the path argument of open, openat and openat2, and 0 for
+ * any other call. */
+static __always_inline const char *open_path(long nr, const struct pt_regs *regs)
+{
+	switch (nr) {
+	case 2: /* open(path, flags, mode) */
+		return (const char *)regs->di;
+	case 257: /* openat(dirfd, path, flags, mode) */
+	case 437: /* openat2(dirfd, path, how, size) */
+		return (const char *)regs->si;
+	}
+	return 0;
+}
+
 /* sensitive reports whether a path (in a PATH_BYTES buffer) starts with one
  * of the configured prefixes: a word compare per prefix, then the bytes
  * past the first 8 of those whose head it shares. */
@@ -382,12 +396,12 @@ static __always_inline u32 take_budget(const struct task_info *ti)
 static __always_inline void syscall_event(struct pt_regs *regs, long nr, long ret, const struct task_info *ti,
 					  const struct config *g, struct cpu_hot *h)
 {
-	if (nr == 2 || nr == 257 || nr == 437) {
+	const char *path = open_path(nr, regs);
+	if (path) {
 		/* Nearly every open is told apart by the path's first word, read
 		 * alone, before anything else; the whole string is copied only
 		 * when that word matches a prefix (or cannot be read: a short
 		 * path at the end of a page). */
-		const char *path = (const char *)(nr == 2 ? regs->di : regs->si);
 		u64 w;
 		if (bpf_probe_read_user(&w, sizeof(w), path) == 0 && !head_sensitive(g, w))
 			return;
@@ -420,10 +434,9 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 	}
 	u64 disc = a[0];
 	long pathlen = 0;
-	if (nr == 2 || nr == 257 || nr == 437) {
+	if (path) {
 		/* Most opens are not sensitive: decide before taking ring-buffer
 		 * room, in the CPU's own scratch. */
-		const char *path = (const char *)(nr == 2 ? a[0] : a[1]);
 		pathlen = bpf_probe_read_user_str(h->path, PATH_BYTES, path);
 		if (pathlen <= 0 || !sensitive(g, h->path))
 			return;
