@@ -7,11 +7,12 @@ import (
 
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/runners/kubernetes"
 )
 
 // kubeLacks is what the kubernetes runner cannot offer (its Capabilities):
 // a probe that needs any of it is not-tested there, with the reason.
-var kubeLacks = []string{runners.NeedNetwork, runners.NeedTaskLaunch, runners.NeedHostPID, runners.NeedCPUMeter, runners.NeedResidue}
+var kubeLacks = (&kubernetes.Runner{}).Capabilities().Missing(runners.Needs)
 
 // kubeWeakGaps are the probes the weak pod template (pod-weak.yaml:
 // privileged, root, hostPID, the host's root at /host, the node's
@@ -29,16 +30,11 @@ const execLaunch = "the kubernetes runner execs a run's tasks into one long-live
 // naming run and task) does not settle as the profile expects, each for a
 // reason outside the template's reach.
 var kubeHardenedGaps = map[string]controlGap{
-	"resources.fork-bomb": {[]probes.Outcome{probes.Escaped},
-		"a pod's process limit is its node's (the kubelet's podPidsLimit), not the template's; this cluster's one node also runs the weak control, so it sets none"},
-	"resources.thread-bomb": {[]probes.Outcome{probes.Escaped},
-		"a pod's process limit is its node's (the kubelet's podPidsLimit), not the template's; this cluster's one node also runs the weak control, so it sets none"},
-	"resources.fd-exhaustion": {[]probes.Outcome{probes.Escaped},
-		"a pod's descriptor limit is its node's container runtime's (containerd's RLIMIT_NOFILE); a pod template has no field for it"},
-	"resources.inode-exhaustion": {[]probes.Outcome{probes.Escaped},
-		"Kubernetes cannot bound the files of an emptyDir: a memory emptyDir is a tmpfs with the kernel's default nr_inodes"},
-	"persistence.scratch-unlimited": {[]probes.Outcome{probes.Escaped},
-		"Kubernetes cannot bound the files of an emptyDir: a memory emptyDir is a tmpfs with the kernel's default nr_inodes"},
+	"resources.fork-bomb":            {[]probes.Outcome{probes.Escaped}, nodePids},
+	"resources.thread-bomb":          {[]probes.Outcome{probes.Escaped}, nodePids},
+	"resources.fd-exhaustion":        {[]probes.Outcome{probes.Escaped}, nodeNofile},
+	"resources.inode-exhaustion":     {[]probes.Outcome{probes.Escaped}, emptyDirInodes},
+	"persistence.scratch-unlimited":  {[]probes.Outcome{probes.Escaped}, emptyDirInodes},
 	"resources.sigterm-ignore":       {[]probes.Outcome{probes.Escaped}, execLaunch},
 	"resources.setsid-daemon":        {[]probes.Outcome{probes.Escaped}, execLaunch},
 	"persistence.background-process": {[]probes.Outcome{probes.Escaped}, execLaunch},
@@ -46,6 +42,14 @@ var kubeHardenedGaps = map[string]controlGap{
 	"privilege.setuid-binaries": {[]probes.Outcome{probes.Inconclusive},
 		"the probe folder reaches the pod as a copy a non-root sidecar makes into an emptyDir, which cannot carry the harness's setuid-root canary"},
 }
+
+// Why the hardened template cannot hold the limits: they are not the
+// template's to set.
+const (
+	nodePids       = "a pod's process limit is its node's (the kubelet's podPidsLimit), not the template's; this cluster's one node also runs the weak control, so it sets none"
+	nodeNofile     = "a pod's descriptor limit is its node's container runtime's (containerd's RLIMIT_NOFILE); a pod template has no field for it"
+	emptyDirInodes = "Kubernetes cannot bound the files of an emptyDir: a memory emptyDir is a tmpfs with the kernel's default nr_inodes"
+)
 
 // TestKubernetesCatalogControls runs the whole catalog through the
 // kubernetes runner on the real cluster with the weak and the hardened pod

@@ -16,7 +16,6 @@ import (
 // kubernetes runner on the real cluster (`make test-cluster` starts it and
 // sets SANDCHECK_KUBECONFIG), with the hardened pod template, in each pool
 // of the sandcheck cluster: runc and gVisor RuntimeClasses.
-
 func TestKubernetesConformance(t *testing.T) {
 	kc := os.Getenv("SANDCHECK_KUBECONFIG")
 	if kc == "" {

@@ -29,26 +29,25 @@
 runsc=@RUNSC@
 flags=(@FLAGS@)
 
-if (($# >= 2)) && [[ ${@: -2:1} == start ]]; then
-	out=$(mktemp /tmp/sandcheck-runsc-start.XXXXXX) || exit 1
-	"$runsc" "${flags[@]}" "$@" >"$out" 2>&1
-	rc=$?
-	cat "$out"
-	rm -f "$out"
-	exit "$rc"
-fi
-
 # The global flags are the arguments before the subcommand.
 global=() sub=""
 for a in "$@"; do
 	case $a in
-	create | kill) sub=$a; break ;;
+	create | kill | start) sub=$a; break ;;
 	-*) global+=("$a") ;;
 	*) [[ ${global[-1]-} == --* && ${global[-1]} != *=* ]] && global+=("$a") || break ;;
 	esac
 done
 case $sub in
 create) ;;
+start)
+	out=$(mktemp /tmp/sandcheck-runsc-start.XXXXXX) || exit 1
+	"$runsc" "${flags[@]}" "$@" >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	rm -f "$out"
+	exit "$rc"
+	;;
 kill)
 	out=$("$runsc" "${flags[@]}" "$@" 2>&1)
 	rc=$?
