@@ -25,6 +25,9 @@ const (
 	maxSlots     = 32
 	noSlot       = 0xffffffff
 	fastSyscalls = 512
+	// argSyscallMax bounds the syscalls the kernel side can flag as worth
+	// an event (bpf/tracer.h: ARG_WORDS).
+	argSyscallMax = 448
 	// budgetNr and treeEvents mirror BUDGET_NR and TREE_EVENTS.
 	budgetNr   = 0xffffffff
 	treeEvents = 1024

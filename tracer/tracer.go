@@ -34,7 +34,7 @@ var DefaultSensitivePrefixes = []string{
 // argSyscalls are the syscalls whose calls become events with their
 // arguments: opens (kept only when the path has a sensitive prefix),
 // connections and sends with a destination, and the calls that change
-// identity, namespaces, mounts or the kernel. All are below fastSyscalls.
+// identity, namespaces, mounts or the kernel. All are below argSyscallMax.
 var argSyscalls = []int{
 	unix.SYS_OPEN, unix.SYS_OPENAT, unix.SYS_OPENAT2,
 	unix.SYS_CONNECT, unix.SYS_SENDTO, unix.SYS_SENDMSG,
@@ -49,11 +49,11 @@ var argSyscalls = []int{
 }
 
 // argSyscallBits is argSyscalls as the kernel side's bitmap.
-func argSyscallBits() ([fastSyscalls / 64]uint64, error) {
-	var bits [fastSyscalls / 64]uint64
+func argSyscallBits() ([argSyscallMax / 64]uint64, error) {
+	var bits [argSyscallMax / 64]uint64
 	for _, nr := range argSyscalls {
-		if nr < 0 || nr >= fastSyscalls {
-			return bits, fmt.Errorf("syscall %d is past the %d the kernel side can flag", nr, fastSyscalls)
+		if nr < 0 || nr >= argSyscallMax {
+			return bits, fmt.Errorf("syscall %d is past the %d the kernel side can flag", nr, argSyscallMax)
 		}
 		bits[nr/64] |= 1 << (nr % 64)
 	}
@@ -133,11 +133,6 @@ func New(opts Options) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("%w: counting CPUs: %v", ErrUnavailable, err)
 	}
 	t.ncpu = ncpu
-	hot := spec.Maps["hot"]
-	if hot == nil {
-		return nil, errors.New("reading the BPF object: no hot map")
-	}
-	hot.MaxEntries = uint32(1 + ncpu)
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -150,7 +145,10 @@ func New(opts Options) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	g := tracerConfig{ArgBits: bits}
+	if err := t.objs.ArgBits.Set(bits); err != nil {
+		return nil, fmt.Errorf("configuring the tracer: %w", err)
+	}
+	var g tracerConfig
 	for i := range g.Prefixes {
 		g.Prefixes[i].Head = 1 // unused: never matches
 	}

@@ -386,3 +386,32 @@ func TestSensitivePathAtPageEnd(t *testing.T) {
 		t.Errorf("openat counted %+v, want at least %d calls", c, len(want)+len(not))
 	}
 }
+
+// TestHotDataLayout holds the layout the sys_exit program relies on: the
+// membership generation's two shares (gen, ugen) are the first two words
+// of their section, read as one 8-byte load, and the section's variables,
+// the event-worthy syscalls' bitmap included, fit one cache line.
+func TestHotDataLayout(t *testing.T) {
+	spec, err := loadTracer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint32{"gen": 0, "ugen": 4, "arg_bits": 8}
+	for name, off := range want {
+		v := spec.Variables[name]
+		if v == nil {
+			t.Fatalf("no variable %s in the BPF object", name)
+		}
+		if v.SectionName != ".data.hot" || v.Offset != off {
+			t.Errorf("%s: section %s offset %d, want .data.hot offset %d", name, v.SectionName, v.Offset, off)
+		}
+	}
+	for name, v := range spec.Variables {
+		if v.SectionName == ".data.hot" && v.Offset+v.Size() > 64 {
+			t.Errorf("%s ends at byte %d of .data.hot, past its first cache line", name, v.Offset+v.Size())
+		}
+	}
+	if n := len(argSyscalls); n == 0 || slices.Max(argSyscalls) >= argSyscallMax {
+		t.Errorf("argSyscalls must be below %d", argSyscallMax)
+	}
+}

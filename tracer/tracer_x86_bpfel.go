@@ -23,9 +23,6 @@ type tracerConfig struct {
 		S    [64]int8
 		_    [4]byte
 	}
-	ArgBits [8]uint64
-	Pad     uint32
-	Gen     uint32
 }
 
 type tracerCountKey struct {
@@ -48,7 +45,7 @@ type tracerCountVal struct {
 
 type tracerCpuHot struct {
 	_      structs.HostLayout
-	Tasks  [8]tracerHotTask
+	Cur    tracerHotTask
 	Counts [32]tracerHotCount
 	Path   [256]int8
 }
@@ -84,18 +81,19 @@ type tracerFastCount struct {
 type tracerHotCount struct {
 	_   structs.HostLayout
 	Tag uint64
-	C   tracerFastCount
+	Ok  uint32
+	Ev  uint32
 }
 
 type tracerHotTask struct {
-	_     structs.HostLayout
-	Task  uint64
-	Pad   uint32
-	Gen   uint32
-	Slot  uint32
-	Epoch uint32
-	Ns    uint32
-	Root  uint32
+	_    structs.HostLayout
+	Task uint64
+	Base uint64
+	Gen  uint64
+	Slot uint32
+	Ns   uint32
+	Root uint32
+	Pad  uint32
 }
 
 type tracerPrefix struct {
@@ -162,7 +160,9 @@ const (
 	tracerProgScExit     = "sc_exit"
 	tracerProgScFork     = "sc_fork"
 	tracerProgScSysExit  = "sc_sys_exit"
+	tracerVarArgBits     = "arg_bits"
 	tracerVarCfg         = "cfg"
+	tracerVarGen         = "gen"
 	tracerVarUgen        = "ugen"
 	tracerVarUnusedEvent = "unused_event"
 )
@@ -235,7 +235,9 @@ type tracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type tracerVariableSpecs struct {
+	ArgBits     *ebpf.VariableSpec `ebpf:"arg_bits"`
 	Cfg         *ebpf.VariableSpec `ebpf:"cfg"`
+	Gen         *ebpf.VariableSpec `ebpf:"gen"`
 	Ugen        *ebpf.VariableSpec `ebpf:"ugen"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
@@ -291,7 +293,9 @@ func (m *tracerMaps) Close() error {
 //
 // It can be passed to loadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type tracerVariables struct {
+	ArgBits     *ebpf.Variable `ebpf:"arg_bits"`
 	Cfg         *ebpf.Variable `ebpf:"cfg"`
+	Gen         *ebpf.Variable `ebpf:"gen"`
 	Ugen        *ebpf.Variable `ebpf:"ugen"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }

@@ -266,11 +266,11 @@ func (w *Watch) slots() (map[uint32]tracerSlotOwner, error) {
 func (w *Watch) counts(slots map[uint32]tracerSlotOwner, drop bool) (map[tracerCountKey]Count, error) {
 	out := map[tracerCountKey]Count{}
 	if len(slots) > 0 {
-		for cpu := range w.t.ncpu {
-			var h tracerCpuHot
-			if err := w.t.objs.Hot.Lookup(uint32(1+cpu), &h); err != nil {
-				return nil, fmt.Errorf("reading CPU %d's hot counters: %w", cpu, err)
-			}
+		var hots []tracerCpuHot
+		if err := w.t.objs.Hot.Lookup(uint32(0), &hots); err != nil {
+			return nil, fmt.Errorf("reading the CPUs' hot counters: %w", err)
+		}
+		for _, h := range hots {
 			for _, hc := range h.Counts {
 				slot, epoch, nr := uint32(hc.Tag>>16)&0xffff, uint32(hc.Tag>>32), uint32(hc.Tag)&0xffff
 				owner, ok := slots[slot]
@@ -279,7 +279,7 @@ func (w *Watch) counts(slots map[uint32]tracerSlotOwner, drop bool) (map[tracerC
 				}
 				k := tracerCountKey{Ns: w.ns, Root: owner.Root, Nr: nr}
 				c := out[k]
-				c.add(Count{OK: hc.C.Ok, EPERM: hc.C.Eperm, EACCES: hc.C.Eacces, ENOSYS: hc.C.Enosys, OtherErr: hc.C.OtherErr})
+				c.add(Count{OK: uint64(hc.Ok)}) // the hot counters hold successes only
 				out[k] = c
 			}
 		}

@@ -101,24 +101,39 @@ struct {
 	__uint(max_entries, RINGBUF_BYTES);
 } events SEC(".maps");
 
-/* Per-CPU hot state (element 1 + cpu; element 0 is unused), in one small
- * array: with page-table isolation and no PCID, every syscall starts with an
- * empty TLB, and each separate allocation the program touches costs a page
- * walk, so a cached task's syscall touches this and the global config only.
- * User space sets max_entries to 1 + the possible CPUs before load. */
+/* Per-CPU hot state, in one small element per CPU: a cached task's
+ * syscall touches this and the line of hot global data only. The kernel
+ * inlines the lookup of a per-CPU array's element. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, struct cpu_hot);
 } hot SEC(".maps");
 
-/* The global config; user space sets it before load. The membership
- * generation is the sum of the kernel side's cfg.gen and user space's ugen,
- * each bumped only by its side: a change on either side makes it grow, with
- * no read-modify-write across the two. */
+/* The sensitive path prefixes; user space sets them before attaching. */
 struct config cfg;
-volatile u32 ugen;
+
+/* The one cache line of global data every watched syscall reads, in a
+ * section (and so a map) of its own: the syscalls worth an event with their
+ * arguments (a bit per number below 448, tracer.go: argSyscalls), and the
+ * membership generation, which is the sum of the kernel side's gen and user
+ * space's ugen, each bumped only by its side: a change on either side makes
+ * it grow, with no read-modify-write across the two. */
+u32 gen SEC(".data.hot") __attribute__((aligned(8)));
+volatile u32 ugen SEC(".data.hot");
+u64 arg_bits[ARG_WORDS] SEC(".data.hot");
+
+/* read_gen reads the generation's two shares in one load: gen and ugen
+ * are the section's first two words (tracer_test.go holds the layout). A
+ * change of either share changes the whole. */
+static __always_inline u64 read_gen(void)
+{
+	return *(volatile u64 *)&gen;
+}
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* Keep the event layout in the object's BTF for bpf2go's -type. */
 const struct event *unused_event __attribute__((unused));
@@ -177,7 +192,7 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 
 static __always_inline void bump_generation(void)
 {
-	__sync_fetch_and_add(&cfg.gen, 1);
+	__sync_fetch_and_add(&gen, 1);
 }
 
 /* new_tree gives a task that entered a watched namespace its own tree,
@@ -307,8 +322,10 @@ static __always_inline int head_sensitive(const struct config *g, u64 w)
 	return 0;
 }
 
-/* open_path is the path argument of open, openat and openat2, and 0 for
- * any other call. */
+#define AT_FDCWD -100
+
+/* open_path is the path argument of open, and of openat and openat2 from
+ * the working directory (AT_FDCWD), and 0 for any other call. */
 static __always_inline const char *open_path(long nr, const struct pt_regs *regs)
 {
 	switch (nr) {
@@ -316,6 +333,12 @@ static __always_inline const char *open_path(long nr, const struct pt_regs *regs
 		return (const char *)regs->di;
 	case 257: /* openat(dirfd, path, flags, mode) */
 	case 437: /* openat2(dirfd, path, how, size) */
+		/* A name given relative to a directory descriptor is not read:
+		 * reading user memory is most of what an open costs the tracer,
+		 * and a walk through a tree (a search, a build) opens each file
+		 * that way. */
+		if ((int)regs->di != AT_FDCWD)
+			return 0;
 		return (const char *)regs->si;
 	}
 	return 0;
@@ -528,14 +551,20 @@ static __always_inline void count_slow(const struct task_info *ti, long nr, long
 	v->other_err += c.other_err;
 }
 
+static __always_inline u64 hot_tag(u32 slot, u32 epoch, u32 nr)
+{
+	return (u64)epoch << 32 | slot << 16 | nr;
+}
+
 /* lookup_membership fills a cache entry from the task's storage, checking
  * that its tree is still watched (dropping the mark when not). Off the hot
  * path: a subprogram of its own. */
-static __noinline void lookup_membership(struct hot_task *e, struct task_struct *task, u32 gen)
+static __noinline void lookup_membership(struct hot_task *e, struct task_struct *task, u64 g)
 {
 	e->task = (u64)task;
-	e->gen = gen;
+	e->gen = g;
 	e->slot = HOT_UNWATCHED;
+	e->base = 0;
 	struct task_info *ti = bpf_task_storage_get(&marks, task, 0, 0);
 	if (!ti)
 		return;
@@ -548,6 +577,7 @@ static __noinline void lookup_membership(struct hot_task *e, struct task_struct 
 			bpf_task_storage_delete(&marks, task);
 			return;
 		}
+		e->base = hot_tag(slot, ti->epoch, 0);
 	} else if (!bpf_map_lookup_elem(&sandboxes, &ti->ns)) {
 		bpf_task_storage_delete(&marks, task);
 		return;
@@ -555,18 +585,12 @@ static __noinline void lookup_membership(struct hot_task *e, struct task_struct 
 		slot = NO_SLOT;
 	}
 	e->slot = slot;
-	e->epoch = ti->epoch;
 	e->ns = ti->ns;
 	e->root = ti->root;
 }
 
-static __always_inline u64 hot_tag(u32 slot, u32 epoch, u32 nr)
-{
-	return (u64)epoch << 32 | slot << 16 | nr;
-}
-
-/* evict makes room in a hot counter: a live tree's counters move to its
- * slot; a collected tree's are dropped. A draining tree's stay for user
+/* evict makes room in a hot counter: a live tree's count moves to its
+ * slot; a collected tree's is dropped. A draining tree's stays for user
  * space to read, and evict says so by returning 0. */
 static __always_inline int evict(struct hot_count *c)
 {
@@ -581,59 +605,84 @@ static __always_inline int evict(struct hot_count *c)
 	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &vslot);
 	if (!sc || vnr >= FAST_SYSCALLS)
 		return 1;
-	struct fast_count *d = &sc->c[vnr];
-	d->ok += c->c.ok;
-	d->eperm += c->c.eperm;
-	d->eacces += c->c.eacces;
-	d->enosys += c->c.enosys;
-	d->other_err += c->c.other_err;
+	sc->c[vnr].ok += c->ok;
 	return 1;
 }
 
-/* count_miss counts a syscall whose hot counter holds another (tree,
- * syscall): it evicts that one first, or, when it cannot (a draining
- * tree's), counts in the slot directly. Off the hot path. */
-static __noinline void count_miss(struct hot_count *c, u32 slot, u64 tag, u32 nr, long ret)
+/* arg_call says whether a syscall is worth an event with its arguments. */
+static __always_inline u32 arg_call(u64 nr)
 {
-	if (!evict(c)) {
-		struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
-		if (sc && nr < FAST_SYSCALLS)
-			tally(&sc->c[nr], ret);
-		return;
-	}
+	u64 w = nr >> 6;
+	barrier_var(w); /* the bound checked is the bound used */
+	if (w >= ARG_WORDS)
+		return 0;
+	return (arg_bits[w] >> (nr & 63)) & 1;
+}
+
+/* count_slot counts a call in its tree's slot directly, and returns whether
+ * the syscall is worth an event. */
+static __always_inline u32 count_slot(u32 slot, u32 nr, long ret)
+{
+	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
+	if (sc && nr < FAST_SYSCALLS)
+		tally(&sc->c[nr], ret);
+	return arg_call(nr);
+}
+
+/* count_failed counts a failed call: in the slot, never in the hot
+ * counters, which hold successes only. Off the hot path. */
+static __noinline u32 count_failed(u32 slot, u32 nr, long ret)
+{
+	return count_slot(slot, nr, ret);
+}
+
+/* count_miss counts a successful call whose hot counter holds another
+ * (tree, syscall): it evicts that one first, or, when it cannot (a draining
+ * tree's), counts in the slot directly. It returns whether the syscall is
+ * worth an event. Off the hot path. */
+static __noinline u32 count_miss(struct hot_count *c, u32 slot, u64 tag, u32 nr)
+{
+	if (!evict(c))
+		return count_slot(slot, nr, 0);
 	c->tag = tag;
-	c->c = (struct fast_count){};
-	tally(&c->c, ret);
+	c->ok = 1;
+	c->ev = arg_call(nr);
+	return c->ev;
 }
 
-/* count_fast counts a syscall of a tree with a slot in this CPU's hot
- * counters. */
-static __always_inline void count_fast(struct cpu_hot *h, u32 slot, u32 epoch, u32 nr, long ret)
+/* flush_ok moves a hot counter's count to its slot before it can
+ * overflow. Off the hot path. */
+static __noinline void flush_ok(struct hot_count *c)
 {
-	u32 i = (slot * 67 + nr) & (HOT_COUNTS - 1);
-	struct hot_count *c = &h->counts[i];
-	u64 tag = hot_tag(slot, epoch, nr);
-	if (c->tag != tag) {
-		count_miss(c, slot, tag, nr, ret);
-		return;
-	}
-	tally(&c->c, ret);
+	if (evict(c))
+		c->ok = 0;
 }
 
-/* count_other counts what the hot counters do not: a tree without a slot,
- * or a syscall number past FAST_SYSCALLS. Off the hot path. */
-static __noinline void count_other(const struct hot_task *e, long nr, long ret)
+/* task_of is the cache entry's tree as its task storage holds it. */
+static __always_inline struct task_info task_of(const struct hot_task *e)
 {
-	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
-	count_slow(&ti, nr, ret);
+	return (struct task_info){.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->base >> 32};
 }
 
 /* event_call hands an event-worthy call to syscall_event. Off the hot
  * path. */
 static __noinline void event_call(struct pt_regs *regs, long nr, long ret, const struct hot_task *e, struct cpu_hot *h)
 {
-	struct task_info ti = {.ns = e->ns, .root = e->root, .slot = e->slot, .epoch = e->epoch};
+	struct task_info ti = task_of(e);
 	syscall_event(regs, nr, ret, &ti, &cfg, h);
+}
+
+/* other_call counts what the hot counters do not: a call of a tree
+ * without a slot, or a syscall number past FAST_SYSCALLS (in the hash),
+ * and hands on the first kind's event-worthy calls. Off the hot path. */
+static __noinline void other_call(struct pt_regs *regs, u64 nr, long ret, const struct hot_task *e, struct cpu_hot *h)
+{
+	if (nr >= MAX_SYSCALL)
+		return;
+	struct task_info ti = task_of(e);
+	count_slow(&ti, nr, ret);
+	if (arg_call(nr))
+		syscall_event(regs, nr, ret, &ti, &cfg, h);
 }
 
 /* The hot path: every syscall of every task on the host ends here. */
@@ -643,32 +692,43 @@ int sc_sys_exit(u64 *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	/* A task with no BPF task storage at all (nearly every task of the
 	 * host) has no mark: done, without touching any map. */
-	if (bpf_core_field_exists(task->bpf_storage) && !task->bpf_storage)
+	if (bpf_core_field_exists(task->bpf_storage) && likely(!task->bpf_storage))
 		return 0;
-	u32 cpu = bpf_get_smp_processor_id() + 1;
-	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &cpu);
+	u32 zero = 0;
+	struct cpu_hot *h = bpf_map_lookup_elem(&hot, &zero);
 	if (!h)
 		return 0;
-	u32 gen = cfg.gen + ugen;
-	struct hot_task *e = &h->tasks[task->pid & (HOT_TASKS - 1)];
-	if (e->task != (u64)task || e->gen != gen)
-		lookup_membership(e, task, gen);
-	u32 slot = e->slot;
-	if (slot == HOT_UNWATCHED)
-		return 0;
+	u64 g = read_gen();
+	struct hot_task *e = &h->cur;
+	if (unlikely(e->task != (u64)task || e->gen != g))
+		lookup_membership(e, task, g);
+	u64 base = e->base;
 	struct pt_regs *regs = (struct pt_regs *)ctx[0];
 	long ret = (long)ctx[1];
-	long nr = regs->orig_ax; /* a BTF load, no helper */
-	if (nr < 0 || nr >= MAX_SYSCALL)
+	u64 nr = regs->orig_ax; /* a BTF load, no helper; -1 is past every bound */
+	if (unlikely(!base || nr >= FAST_SYSCALLS)) {
+		/* Not watched, a tree without a slot, or a syscall past the
+		 * hot counters. */
+		if (e->slot != HOT_UNWATCHED)
+			other_call(regs, nr, ret, e, h);
 		return 0;
-	if (nr >= FAST_SYSCALLS || slot >= MAX_SLOTS) {
-		count_other(e, nr, ret);
-		if (nr >= FAST_SYSCALLS)
-			return 0;
-	} else {
-		count_fast(h, slot, e->epoch, nr, ret);
 	}
-	if (cfg.arg_bits[nr >> 6] & (1ULL << (nr & 63)))
+	u32 slot = e->slot;
+	u32 ev;
+	if (unlikely((unsigned long)ret >= (unsigned long)-4095)) {
+		ev = count_failed(slot, nr, ret);
+	} else {
+		u64 tag = base | nr;
+		struct hot_count *c = &h->counts[(slot * 3 + nr) & (HOT_COUNTS - 1)];
+		if (likely(c->tag == tag)) {
+			if (unlikely(++c->ok >= 1U << 31))
+				flush_ok(c);
+			ev = c->ev;
+		} else {
+			ev = count_miss(c, slot, tag, nr);
+		}
+	}
+	if (unlikely(ev))
 		event_call(regs, nr, ret, e, h);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #define MAX_SLOTS 32       /* trees counted in the per-CPU array */
 #define NO_SLOT 0xffffffff /* a tree past MAX_SLOTS: counted in the hash */
 #define FAST_SYSCALLS 512  /* syscalls counted in the per-CPU array */
+#define ARG_WORDS 7        /* words of the event-worthy bitmap: syscalls below 448 */
 #define MAX_PREFIXES 16
 #define PREFIX_BYTES 64
 #define MAX_NS_DEPTH 8
@@ -15,7 +16,6 @@
 #define PATH_BYTES 256
 #define ARGV_BYTES 256
 #define SOCKADDR_BYTES 128
-#define HOT_TASKS 8       /* per CPU: recent tasks' membership */
 #define HOT_COUNTS 32     /* per CPU: recent (tree, syscall) counters */
 #define HOT_UNWATCHED 0xfffffffe /* a cached "not watched" */
 #define MAX_SIGS 16384    /* distinct event-worthy calls counted in the kernel */
@@ -80,45 +80,42 @@ struct prefix {
 	char s[PREFIX_BYTES];
 };
 
-/* What a task's storage said, cached per CPU: the task and the membership
- * generation it was read in. */
+/* What the storage of the task that last made a syscall on a CPU said,
+ * and the membership generation it was read in. */
 struct hot_task {
 	u64 task; /* the task_struct's address: a freed one is reused only after
 		   * its task's exit bumped the generation */
-	u32 pad;
-	u32 gen;
+	u64 base; /* hot_tag(slot, epoch, 0) for a tree with a slot, else 0 */
+	u64 gen;  /* the generation's two shares, as read_gen reads them */
 	u32 slot; /* HOT_UNWATCHED, NO_SLOT or the tree's slot */
-	u32 epoch;
 	u32 ns;
 	u32 root;
+	u32 pad;
 };
 
-/* A tree's counters for one syscall, held per CPU until another (tree,
- * syscall) needs the place; then they move to the tree's slot. */
+/* A tree's successful calls of one syscall, held per CPU until another
+ * (tree, syscall) needs the place; then they move to the tree's slot. Four
+ * to a cache line, so a tree's few busiest syscalls share one or two;
+ * failed calls go to the slot at once. */
 struct hot_count {
 	u64 tag; /* hot_tag(slot, epoch, nr); 0: unused (epochs start at 1) */
-	struct fast_count c;
+	u32 ok;  /* moved to the slot before it could overflow */
+	u32 ev;  /* 1: the syscall is worth an event (arg_bits) */
 };
 
 /* One CPU's hot state: the only map memory the sys_exit program touches for
- * a cached task's syscall, besides the global config. */
+ * a cached task's syscall, besides the line of hot global data. The task's
+ * entry shares its cache line with the first counters. */
 struct cpu_hot {
-	struct hot_task tasks[HOT_TASKS];
+	struct hot_task cur;
 	struct hot_count counts[HOT_COUNTS];
 	char path[PATH_BYTES]; /* an opened path, before it is known sensitive */
 };
 
-/* Global data the program addresses directly (no map lookup): the
- * sensitive path prefixes, the syscalls worth an event with their arguments
- * (a bit per number below FAST_SYSCALLS, tracer.go: argSyscalls) in a cache
- * line of their own, and the kernel side's share of the membership
- * generation, in the next line with user space's share (ugen, which the
- * compiler places right after this struct). */
+/* The sensitive path prefixes, global data the program addresses directly
+ * (no map lookup); read only for opens. */
 struct config {
 	struct prefix prefixes[MAX_PREFIXES];
-	u64 arg_bits[FAST_SYSCALLS / 64];
-	u32 pad;
-	u32 gen;
 };
 
 struct count_key {
