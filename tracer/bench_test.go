@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
@@ -26,30 +27,46 @@ import (
 // workload against what the kernel charges for any program on the
 // tracer's tracepoints, which no tracer there can avoid. One process runs
 // the workload again and again on one thread (sysloop serve), in a runc
-// sandbox, in three modes interleaved run by run: with nothing attached,
-// with an empty program (return 0) on each of the tracer's four BTF raw
-// tracepoints, and with the tracer attached and watching the sandbox. The
-// tracer is loaded and its watch opened once; between runs only the
-// attachments change, so no run carries the tracer's loading (BTF parsing,
-// garbage collection). Each of 11 rounds runs every mode 20 times, the
-// order rotating run by run. A run's figure is the CPU time (user+system)
-// of the workload's thread, read from its CPU clock: the cost added to the
-// workload itself, without the wait for a core that the wall time also
-// carries. A round's figure for a mode is its median run (its fastest run,
-// printed beside it, swings more from round to round on a loaded machine).
+// sandbox, in three modes: with nothing attached, with an empty program
+// (return 0) on each of the tracer's four BTF raw tracepoints, and with the
+// tracer attached and watching the sandbox. The tracer is loaded and its
+// watch opened before the first run; between runs only the attachments
+// change, so no run carries the tracer's loading.
 //
-// A mode's overhead is the median over the rounds of the round's ratio to
-// the runs without anything attached (runs seconds apart, which leaves out
-// a shared machine's drift between rounds). The criterion, per workload:
-// the tracer's overhead within 1.5 times the empty program's; a PASS or
-// FAIL line says so, with a note when the empty program's overhead is not
-// resolved above the noise (fewer than 3 rounds in 4 saw it cost anything),
-// where the ratio means little. Before and after each run the benchmark
-// checks that no one else's program is on sys_exit (another tracer, such as
-// a sandcheck run's, makes the runs without ours pay for one) and makes a
-// run that had one again once it is gone; when it waited 3 minutes in all,
-// it goes on, and the line says INVALID instead. The tracer must also have
-// counted every syscall the workload made while it was attached.
+// The runs come in blocks of one run per mode, back to back, so a block's
+// runs see the same machine: a shared machine's speed drifts by tens of
+// percent over seconds (measured here: the same runs 7.1 ms in one round
+// and 10.1 ms in a later one), more than the programs cost. The order
+// within a block cycles through all six orders of the three modes, so each
+// mode follows each other mode as often. After each switch of attachments
+// one run is made and thrown away: the timed run finds the new programs
+// already in the caches, as every run after the first does in real use.
+// One placement of a program in memory runs faster or slower than another
+// for reasons of its own, so the benchmark loads 8 copies of the empty
+// programs and 8 of the tracer, and a block uses the next copy of each.
+// A run's figure is the CPU time (user+system) of the workload's thread,
+// read from its CPU clock: the cost added to the workload itself, without
+// the wait for a core that the wall time also carries.
+//
+// A block's overhead for a mode is its run's CPU time over the block's run
+// without anything attached, less 1. There are 11 rounds of 24 blocks; a
+// round's figure is the median of its blocks', and a mode's overhead is the
+// median of the 11 rounds' figures (quartiles printed beside it). The
+// criterion, per workload: the tracer's overhead within 1.5 times the
+// empty program's; a PASS or FAIL line says so, with a note when the empty
+// program's overhead is not resolved above the noise (fewer than 3 rounds
+// in 4 saw it cost anything), where the ratio means little. Before and
+// after each run the benchmark checks that no one else's program is on
+// sys_exit (another tracer, such as a sandcheck run's, makes the runs
+// without ours pay for one) and makes a run that had one again once it is
+// gone; when it waited 3 minutes in all, it goes on, and the line says
+// INVALID instead. The tracer must also have counted every syscall the
+// workload made while it was attached.
+//
+// BenchmarkTracerOverheadCalibration runs the same procedure with the
+// tracer's place taken by 8 more copies of the empty program: two
+// identical programs, whose ratio should come out 1. How far it does not
+// is the procedure's own resolution, to read the tracer's figures by.
 //
 // Workloads (each run a few milliseconds): "tree" walks and reads a tree of
 // 512 files twice as a search through a source tree does (opens, reads,
@@ -57,20 +74,33 @@ import (
 // "loop" calls getppid, the cheapest syscall, so the programs' share is the
 // largest it can be; "host-io" is the io workload on the host, outside any
 // sandbox, while the tracer watches the sandbox: what the tracer costs every
-// other process of the machine. Afterwards BPF run-time statistics give each
+// other process of the machine. "abs-open" opens and closes one file by its
+// absolute path, the one kind of call whose argument the tracer reads from
+// the workload's memory on every call (the path's first 8 bytes, to match
+// the sensitive prefixes): its line says INFO, the cost of that read, and
+// is outside the criterion. Afterwards BPF run-time statistics give each
 // sys_exit program's own nanoseconds per run (empty and tracer).
-// `make bench-tracer` runs it once (-benchtime 1x).
+// `make bench-tracer` runs both once (-benchtime 1x).
 func BenchmarkTracerOverhead(b *testing.B) {
 	for _, wl := range benchWorkloads {
-		b.Run(wl.name, func(b *testing.B) { benchOverhead(b, wl) })
+		b.Run(wl.name, func(b *testing.B) { benchOverhead(b, wl, false) })
+	}
+}
+
+// BenchmarkTracerOverheadCalibration is BenchmarkTracerOverhead with a
+// second empty program in the tracer's place.
+func BenchmarkTracerOverheadCalibration(b *testing.B) {
+	for _, wl := range benchWorkloads {
+		b.Run(wl.name, func(b *testing.B) { benchOverhead(b, wl, true) })
 	}
 }
 
 // benchWorkload is one workload of BenchmarkTracerOverhead: sysloop's mode
-// and argument, and whether it runs on the host instead of in the sandbox.
+// and argument, whether it runs on the host instead of in the sandbox, and
+// whether it only informs (an INFO line, outside the criterion).
 type benchWorkload struct {
 	name, mode, n string
-	host          bool
+	host, info    bool
 }
 
 var benchWorkloads = []benchWorkload{
@@ -78,16 +108,20 @@ var benchWorkloads = []benchWorkload{
 	{name: "io", mode: "io", n: "10000"},
 	{name: "loop", mode: "loop", n: "50000"},
 	{name: "host-io", mode: "io", n: "10000", host: true},
+	{name: "abs-open", mode: "absopen", n: "5000", info: true},
 }
 
 const (
-	// rounds is how many rounds each workload runs; repsPerMode is how
-	// many runs of each mode a round has.
-	rounds      = 11
-	repsPerMode = 20
+	// rounds is how many rounds each workload runs; blocksPerRound is how
+	// many blocks (a run of each mode) a round has.
+	rounds         = 11
+	blocksPerRound = 24
 	// limitRatio is the criterion: the tracer's overhead within this
 	// multiple of the empty program's.
 	limitRatio = 1.5
+	// placements is how many copies of the empty programs and of the
+	// tracer are loaded; a block uses the next copy of each.
+	placements = 24
 )
 
 // The modes a run is made in.
@@ -98,68 +132,94 @@ const (
 	nModes
 )
 
-func benchOverhead(b *testing.B, wl benchWorkload) {
+// blockOrders are the six orders of the three modes, which the blocks take
+// in turn.
+var blockOrders = [6][nModes]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}
+
+func benchOverhead(b *testing.B, wl benchWorkload, calibrate bool) {
 	bin := buildSysloop(b)
 	c := startContainer(b, "runc", bin)
 	srv := startServer(b, c, bin, wl)
 	srv.run(b) // warm up
-	empty := loadEmpty(b)
-	tr, err := New(Options{})
-	if errors.Is(err, ErrUnavailable) {
-		b.Skipf("needs root and BPF: %v", err)
-	} else if err != nil {
-		b.Fatal(err)
+	att := &attachments{b: b}
+	defer att.set(modeOff, 0)
+	var watches []*Watch
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	for range placements {
+		loadPad(b, rng)
+		att.empties = append(att.empties, loadEmpty(b))
+		loadPad(b, rng)
+		if calibrate {
+			att.others = append(att.others, loadEmpty(b))
+			continue
+		}
+		tr, err := New(Options{})
+		if errors.Is(err, ErrUnavailable) {
+			b.Skipf("needs root and BPF: %v", err)
+		} else if err != nil {
+			b.Fatal(err)
+		}
+		defer tr.Close()
+		// New attaches; the benchmark attaches one copy at a time.
+		for _, l := range tr.links {
+			l.Close()
+		}
+		tr.links = nil
+		w, err := tr.Watch(c.pid(b), WatchOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		att.trs = append(att.trs, tr)
+		watches = append(watches, w)
 	}
-	defer tr.Close()
-	w, err := tr.Watch(c.pid(b), WatchOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	att := &attachments{b: b, tr: tr, empty: empty, mode: modeTracer}
-	defer att.set(modeOff)
-	att.set(modeOff)
 
-	// runs[m][r] are round r's runs in mode m.
-	var runs [nModes][rounds][]sample
+	// over[m][r] are round r's blocks' overheads in mode m; runs[m] are
+	// every run in mode m.
+	var over [nModes][rounds][]float64
+	var runs [nModes][]sample
 	var callsOn int64
 	var wallOn time.Duration
 	foreign := 0 // runs made while another program was on sys_exit
 	var waited time.Duration
 	for r := range rounds * b.N {
-		for k := range repsPerMode {
-			for i := range nModes {
-				m := (i + r*repsPerMode + k) % nModes
-				att.set(m)
+		for k := range blocksPerRound {
+			j := r*blocksPerRound + k
+			var block [nModes]sample
+			for _, m := range blockOrders[j%len(blockOrders)] {
+				att.set(m, j%placements)
+				srv.run(b) // after the switch: thrown away
 				s, ok := cleanRun(b, att, srv, &waited)
 				if !ok {
 					foreign++
 				}
-				runs[m][r%rounds] = append(runs[m][r%rounds], s)
+				block[m] = s
+				runs[m] = append(runs[m], s)
 				if m == modeTracer {
 					callsOn += s.calls
 					wallOn += s.wall
 				}
 			}
+			for m := range nModes {
+				over[m][r%rounds] = append(over[m][r%rounds], float64(block[m].cpu)/float64(block[modeOff].cpu)-1)
+			}
 		}
 	}
-	// A round's figure for a mode is its median run; the fastest is kept
-	// to print beside it.
-	var cpu, wall, cpuMin [nModes][rounds]time.Duration
-	for m := range nModes {
-		for r := range rounds {
-			cpu[m][r] = median(cpus(runs[m][r]))
-			wall[m][r] = median(walls(runs[m][r]))
-			cpuMin[m][r] = slices.Min(cpus(runs[m][r]))
+	var emptyNS, tracerNS float64
+	if !calibrate {
+		emptyNS, tracerNS = programCost(b, att, srv)
+	}
+	att.set(modeOff, 0)
+	var counted uint64
+	var lost Lost
+	for _, w := range watches {
+		rep, err := w.Close()
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
-	emptyNS, tracerNS := programCost(b, att, srv)
-	att.set(modeOff)
-	rep, err := w.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if !wl.host {
-		var counted uint64
+		lost.Events += rep.Lost.Events
+		lost.Tasks += rep.Lost.Tasks
+		lost.Counts += rep.Lost.Counts
+		lost.Capped += rep.Lost.Capped
 		for _, t := range rep.Trees {
 			if slices.Equal(t.Argv, []string{"/t/sysloop", "serve", wl.mode, wl.n}) {
 				for _, cnt := range t.Syscalls {
@@ -167,22 +227,30 @@ func benchOverhead(b *testing.B, wl benchWorkload) {
 				}
 			}
 		}
-		if counted < uint64(callsOn) {
-			b.Errorf("%s: the tracer counted %d syscalls of the workload, fewer than the %d it made while the tracer was attached",
-				wl.name, counted, callsOn)
-		}
+	}
+	if !wl.host && !calibrate && counted < uint64(callsOn) {
+		b.Errorf("%s: the tracer counted %d syscalls of the workload, fewer than the %d it made while the tracer was attached",
+			wl.name, counted, callsOn)
 	}
 
-	trOver, emptyOver := pairedOverhead(cpu[modeTracer][:], cpu[modeOff][:]), pairedOverhead(cpu[modeEmpty][:], cpu[modeOff][:])
-	trWall, emptyWall := pairedOverhead(wall[modeTracer][:], wall[modeOff][:]), pairedOverhead(wall[modeEmpty][:], wall[modeOff][:])
-	trMin, emptyMin := pairedOverhead(cpuMin[modeTracer][:], cpuMin[modeOff][:]), pairedOverhead(cpuMin[modeEmpty][:], cpuMin[modeOff][:])
-	emptyQ1, emptyQ3 := quartiles(cpu[modeEmpty][:], cpu[modeOff][:])
-	trQ1, trQ3 := quartiles(cpu[modeTracer][:], cpu[modeOff][:])
+	// A round's figure is the median of its blocks'.
+	var byRound [nModes][]float64
+	for m := range nModes {
+		for r := range rounds {
+			byRound[m] = append(byRound[m], medianOf(over[m][r]))
+		}
+	}
+	trOver, emptyOver := medianOf(byRound[modeTracer]), medianOf(byRound[modeEmpty])
+	emptyQ1, emptyQ3 := quartilesOf(byRound[modeEmpty])
+	trQ1, trQ3 := quartilesOf(byRound[modeTracer])
 	resolved := emptyQ1 > 0
 	limit := limitRatio * emptyOver
 	verdict := "PASS"
 	if trOver > limit {
 		verdict = "FAIL"
+	}
+	if wl.info {
+		verdict = "INFO"
 	}
 	ratio := trOver / emptyOver
 	note := ""
@@ -195,23 +263,31 @@ func benchOverhead(b *testing.B, wl benchWorkload) {
 		verdict = "INVALID"
 		note += fmt.Sprintf(" (another program was on sys_exit during %d runs, after %s of waiting for it to go)", foreign, waited.Round(time.Second))
 	}
-	lost := rep.Lost
+	if calibrate {
+		b.ReportMetric(trOver, "second-empty-overhead")
+		b.ReportMetric(emptyOver, "empty-overhead")
+		b.ReportMetric(ratio, "overhead-ratio")
+		b.Logf("%s: %s %s, %d rounds of %d blocks; CPU of the median run: nothing attached %s, empty program %s, its second copy %s; "+
+			"CPU overhead, median of the rounds' medians: second copy %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); load average %s",
+			wl.name, wl.mode, wl.n, rounds, blocksPerRound, median(cpus(runs[modeOff])), median(cpus(runs[modeEmpty])), median(cpus(runs[modeTracer])),
+			trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100, loadAvg())
+		b.Logf("CALIBRATION %s: two identical empty programs measured %+.1f%% and %+.1f%%: ratio %.2f (1 is exact)%s",
+			wl.name, trOver*100, emptyOver*100, ratio, note)
+		return
+	}
 	b.ReportMetric(trOver, "tracer-overhead")
 	b.ReportMetric(emptyOver, "empty-overhead")
 	b.ReportMetric(ratio, "overhead-ratio")
-	b.ReportMetric(trWall, "tracer-wall-overhead")
 	b.ReportMetric(float64(callsOn)/wallOn.Seconds(), "syscalls/s")
 	b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
 	b.ReportMetric(tracerNS, "prog-ns/run")
 	b.ReportMetric(emptyNS, "empty-prog-ns/run")
-	b.Logf("%s: %s %s, %d rounds of %d runs per mode; CPU of a round's median run (median over the rounds): nothing attached %s, empty program %s, tracer %s; "+
-		"CPU overhead, median of the rounds' own ratios: tracer %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); "+
-		"the same between the rounds' fastest runs: tracer %+.1f%%, empty %+.1f%%; wall overhead: tracer %+.1f%%, empty %+.1f%%; "+
+	b.Logf("%s: %s %s, %d rounds of %d blocks; CPU of the median run: nothing attached %s, empty program %s, tracer %s; "+
+		"CPU overhead, median of the rounds' medians: tracer %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); "+
 		"%d syscalls/s; lost %+v; with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the empty one %.0f ns); "+
 		"waited %s for other programs on sys_exit to go; load average %s",
-		wl.name, wl.mode, wl.n, rounds, repsPerMode, median(cpu[modeOff][:]), median(cpu[modeEmpty][:]), median(cpu[modeTracer][:]),
+		wl.name, wl.mode, wl.n, rounds, blocksPerRound, median(cpus(runs[modeOff])), median(cpus(runs[modeEmpty])), median(cpus(runs[modeTracer])),
 		trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100,
-		trMin*100, emptyMin*100, trWall*100, emptyWall*100,
 		int64(float64(callsOn)/wallOn.Seconds()), lost, tracerNS, emptyNS, waited, loadAvg())
 	b.Logf("%s %s: tracer CPU overhead %+.1f%%, empty program's %+.1f%%, limit %.1fx that: %+.1f%%; ratio %.2f%s; load average %s",
 		verdict, wl.name, trOver*100, emptyOver*100, limitRatio, limit*100, ratio, note, loadAvg())
@@ -225,48 +301,58 @@ func settle() {
 	time.Sleep(10 * time.Millisecond)
 }
 
-// attachments switches between the modes: nothing, the empty programs, or
-// the tracer's own programs attached.
+// attachments switches between the modes (nothing, an empty program on
+// each tracepoint, or the tracer's programs, or in calibration a second
+// empty program) and between the copies of each that the benchmark loaded.
 type attachments struct {
-	b     *testing.B
-	tr    *Tracer
-	empty []*ebpf.Program
-	links []link.Link
-	mode  int
+	b       *testing.B
+	trs     []*Tracer
+	empties [][]*ebpf.Program
+	others  [][]*ebpf.Program // calibration: the tracer's place
+	links   []link.Link       // the attached empty programs'
+	mode    int
+	inst    int
 }
 
-func (a *attachments) set(m int) {
-	if a.mode == m {
+func (a *attachments) set(m, inst int) {
+	if a.mode == m && a.inst == inst {
 		return
 	}
-	switch a.mode {
-	case modeEmpty:
+	switch {
+	case a.mode == modeEmpty || a.mode == modeTracer && a.others != nil:
 		for _, l := range a.links {
 			l.Close()
 		}
 		a.links = nil
-	case modeTracer:
-		for _, l := range a.tr.links {
+	case a.mode == modeTracer:
+		tr := a.trs[a.inst]
+		for _, l := range tr.links {
 			l.Close()
 		}
-		a.tr.links = nil
+		tr.links = nil
 	}
 	a.mode = modeOff
-	switch m {
-	case modeEmpty:
-		for _, p := range a.empty {
-			l, err := link.AttachTracing(link.TracingOptions{Program: p})
-			if err != nil {
-				a.b.Fatalf("attaching an empty program: %v", err)
-			}
-			a.links = append(a.links, l)
-		}
-	case modeTracer:
-		if err := a.tr.attach(); err != nil {
+	switch {
+	case m == modeEmpty:
+		a.attachEmpty(a.empties[inst])
+	case m == modeTracer && a.others != nil:
+		a.attachEmpty(a.others[inst])
+	case m == modeTracer:
+		if err := a.trs[inst].attach(); err != nil {
 			a.b.Fatal(err)
 		}
 	}
-	a.mode = m
+	a.mode, a.inst = m, inst
+}
+
+func (a *attachments) attachEmpty(progs []*ebpf.Program) {
+	for _, p := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			a.b.Fatalf("attaching an empty program: %v", err)
+		}
+		a.links = append(a.links, l)
+	}
 }
 
 // foreign reports whether a program other than the mode's own is on
@@ -333,6 +419,23 @@ func loadEmpty(b *testing.B) []*ebpf.Program {
 	return progs
 }
 
+// loadPad loads a program of random length that stays loaded until the
+// benchmark ends, and so moves the next program loaded to a random place in
+// the kernel's memory for programs: where each copy lands is left to
+// chance, not to the order of loading.
+func loadPad(b *testing.B, rng *rand.Rand) {
+	insns := asm.Instructions{}
+	for range rng.IntN(512) {
+		insns = append(insns, asm.Mov.Imm(asm.R0, 0))
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0), asm.Return())
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "sc_pad", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns})
+	if err != nil {
+		b.Fatalf("loading a padding program: %v", err)
+	}
+	b.Cleanup(func() { p.Close() })
+}
+
 // programCost runs the workload with the empty programs and with the
 // tracer, three times each, with the kernel's BPF run-time statistics on
 // (which add their own clock reads, so only these runs have them), and
@@ -360,16 +463,18 @@ func programCost(b *testing.B, a *attachments, srv *server) (emptyNS, tracerNS f
 	}
 	var e, t []float64
 	for range 3 {
-		a.set(modeEmpty)
-		settle()
-		e = append(e, perRun(a.empty[0]))
-		a.set(modeTracer)
-		settle()
-		t = append(t, perRun(a.tr.objs.ScSysExit))
+		for inst := range placements {
+			a.set(modeEmpty, inst)
+			settle()
+			e = append(e, perRun(a.empties[inst][0]))
+			a.set(modeTracer, inst)
+			settle()
+			t = append(t, perRun(a.trs[inst].objs.ScSysExit))
+		}
 	}
 	slices.Sort(e)
 	slices.Sort(t)
-	return e[1], t[1]
+	return e[len(e)/2], t[len(t)/2]
 }
 
 // server is a sysloop serve process: one run of its workload per request.
@@ -459,28 +564,18 @@ func (s *server) run(b testing.TB) sample {
 	return sample{wall: time.Duration(wall), cpu: time.Duration(cpu), calls: calls}
 }
 
-// pairedOverhead is the median over the rounds of each round's ratio of a
-// to base, less 1.
-func pairedOverhead(a, base []time.Duration) float64 {
-	r := ratios(a, base)
-	return r[len(r)/2] - 1
+// medianOf is the median of x.
+func medianOf(x []float64) float64 {
+	x = slices.Clone(x)
+	slices.Sort(x)
+	return x[len(x)/2]
 }
 
-// quartiles are the lower and upper quartiles of the rounds' ratios of a to
-// base, less 1.
-func quartiles(a, base []time.Duration) (q1, q3 float64) {
-	r := ratios(a, base)
-	return r[len(r)/4] - 1, r[len(r)*3/4] - 1
-}
-
-// ratios are each round's ratio of a to base, sorted.
-func ratios(a, base []time.Duration) []float64 {
-	var r []float64
-	for i := range a {
-		r = append(r, float64(a[i])/float64(base[i]))
-	}
-	slices.Sort(r)
-	return r
+// quartilesOf are the lower and upper quartiles of x.
+func quartilesOf(x []float64) (q1, q3 float64) {
+	x = slices.Clone(x)
+	slices.Sort(x)
+	return x[len(x)/4], x[len(x)*3/4]
 }
 
 // sysExitLinks are the links of every program on the sys_exit tracepoint
@@ -525,10 +620,7 @@ type sample struct {
 	calls     int64
 }
 
-// walls and cpus are the samples' wall and CPU times.
-func walls(s []sample) []time.Duration {
-	return durations(s, func(x sample) time.Duration { return x.wall })
-}
+// cpus are the samples' CPU times.
 func cpus(s []sample) []time.Duration {
 	return durations(s, func(x sample) time.Duration { return x.cpu })
 }

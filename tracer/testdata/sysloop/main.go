@@ -31,7 +31,8 @@
 //	sysloop mix N      N rounds of the cheap queries in mixNames, one call of
 //	                   each per round (more distinct syscalls than the
 //	                   tracer's per-CPU hot counters hold)
-//	sysloop serve MODE N  prepares workload MODE (loop, io or tree) with
+//	sysloop serve MODE N  prepares workload MODE (loop, io, tree, or absopen:
+//	                   N opens of one file by its absolute path, each closed) with
 //	                   argument N, prints "ready", then runs it once per line
 //	                   read on stdin, all on the thread that was running
 //	                   when it printed "ready", and prints each run's wall
@@ -177,6 +178,20 @@ func workload(mode string, n int) (func() int, error) {
 				calls += walkTree(treeDir)
 			}
 			return calls
+		}, nil
+	case "absopen":
+		if err := layTree(treeDir); err != nil {
+			return nil, fmt.Errorf("absopen: %w", err)
+		}
+		path := treeDir + "/d00/f00"
+		return func() int {
+			for range n {
+				fd, err := unix.Open(path, unix.O_RDONLY, 0)
+				if err == nil {
+					unix.Close(fd)
+				}
+			}
+			return 2 * n
 		}, nil
 	case "loop":
 		return func() int {
