@@ -172,7 +172,7 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 		exit 1
 	fi
 
-bench-tracer: setup build images ## the eBPF tracer's CPU overhead against an empty program's on syscall-heavy workloads: PASS/FAIL per workload (1.5x), losses
+bench-tracer: setup build images ## the eBPF tracer's CPU overhead against an empty program's on syscall-heavy workloads: PASS/FAIL per workload (1.5x), losses; the procedure's calibration (two identical programs)
 	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkTracerOverhead|BenchmarkHostSurface' -benchtime 1x -v ./tracer/
 
 # The single-node Kubernetes cluster (scripts/cluster/): Kubernetes and etcd

@@ -64,9 +64,13 @@ func argSyscallBits() ([argSyscallMax / 64]uint64, error) {
 type Options struct {
 	// Logger receives the tracer's logs; nil discards.
 	Logger *slog.Logger
-	// SensitivePrefixes are absolute path prefixes whose opens (open, openat,
-	// openat2) become events; nil means DefaultSensitivePrefixes. At most 16,
-	// each under 64 bytes. Relative paths are not matched.
+	// SensitivePrefixes are absolute path prefixes whose opens (open, and
+	// openat and openat2 from the working directory) become events; nil
+	// means DefaultSensitivePrefixes. At most 16, each under 64 bytes.
+	// Relative paths are not matched, and an openat or openat2 from a
+	// directory descriptor is not read at all: reading a path from the
+	// workload's memory is most of what an open costs the tracer, and a walk
+	// through a tree opens each file that way.
 	SensitivePrefixes []string
 	// MaxEvents bounds the events kept per watch (default 4096); more are
 	// counted in Lost.Capped.

@@ -338,6 +338,25 @@ func TestSensitivePrefixesMatch(t *testing.T) {
 	}
 }
 
+// TestOpensFromADirectoryNotRead opens sensitive names relative to a
+// directory descriptor, as a walk through a tree does: the tracer does not
+// read such paths, so they make no events at all (neither a sensitive open
+// nor an open without its path), while the descriptor's own open is read
+// and, not sensitive, makes none either.
+func TestOpensFromADirectoryNotRead(t *testing.T) {
+	_, rep := sensitiveOpens(t, []string{"/etc/shadow", "/root/"}, "openat", []string{"etc/shadow", "root/x", "etc/passwd"})
+	for _, tree := range rep.Trees {
+		for _, ev := range tree.Events {
+			if ev.Kind == KindSyscall && (ev.Syscall == "openat" || ev.Syscall == "open") {
+				t.Errorf("an open from a directory descriptor made an event: %s", ev)
+			}
+		}
+	}
+	if rep.Syscalls()["openat"].Calls < 4 {
+		t.Errorf("the kernel side counted %+v openat calls, want at least the 4 sysloop made", rep.Syscalls()["openat"])
+	}
+}
+
 // sensitiveOpens loads a tracer watching for prefixes, runs sysloop's mode
 // (open or pageend) over paths in a new PID namespace under it, and returns
 // the openat events' paths, sorted, and the report.

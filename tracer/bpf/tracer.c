@@ -428,6 +428,8 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		u64 w;
 		if (bpf_probe_read_user(&w, sizeof(w), path) == 0 && !head_sensitive(g, w))
 			return;
+	} else if (nr == 257 || nr == 437) {
+		return; /* from a directory descriptor: not read, no event */
 	}
 	/* BTF loads from the trusted pt_regs, no helper calls. */
 	unsigned long a[6];

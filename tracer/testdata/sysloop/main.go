@@ -24,6 +24,8 @@
 //	                   more kinds of interesting calls than a tree may
 //	                   stream
 //	sysloop open P...  opens each path once (read-only)
+//	sysloop openat P...  opens each path once (read-only) from a descriptor
+//	                   of / (openat with a directory descriptor)
 //	sysloop pageend P...  opens each path once (read-only), each with its
 //	                   NUL the last bytes of a page before an inaccessible
 //	                   one: a path shorter than 8 bytes there cannot be
@@ -95,6 +97,15 @@ func main() {
 	case "open":
 		for _, p := range os.Args[2:] {
 			unix.Open(p, unix.O_RDONLY, 0)
+		}
+	case "openat":
+		dir, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "openat:", err)
+			os.Exit(1)
+		}
+		for _, p := range os.Args[2:] {
+			unix.Openat(dir, p, unix.O_RDONLY, 0)
 		}
 	case "pageend":
 		if err := openAtPageEnd(os.Args[2:]); err != nil {
