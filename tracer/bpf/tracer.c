@@ -623,19 +623,23 @@ static __always_inline u32 arg_call(u64 nr)
 
 /* count_slot counts a call in its tree's slot directly, and returns whether
  * the syscall is worth an event. */
-static __always_inline u32 count_slot(u32 slot, u32 nr, long ret)
+static __always_inline u32 count_slot(u32 slot, u32 epoch, u32 nr, long ret)
 {
+	/* The slot may have changed hands since the task's cache entry was
+	 * read (this program can be preempted): count only in the tree's own
+	 * epoch, as the hot counters' tags do. */
+	struct slot_owner *o = bpf_map_lookup_elem(&owners, &slot);
 	struct slot_counts *sc = bpf_map_lookup_elem(&fast_counts, &slot);
-	if (sc && nr < FAST_SYSCALLS)
+	if (o && o->epoch == epoch && sc && nr < FAST_SYSCALLS)
 		tally(&sc->c[nr], ret);
 	return arg_call(nr);
 }
 
 /* count_failed counts a failed call: in the slot, never in the hot
  * counters, which hold successes only. Off the hot path. */
-static __noinline u32 count_failed(u32 slot, u32 nr, long ret)
+static __noinline u32 count_failed(u32 slot, u32 epoch, u32 nr, long ret)
 {
-	return count_slot(slot, nr, ret);
+	return count_slot(slot, epoch, nr, ret);
 }
 
 /* count_miss counts a successful call whose hot counter holds another
@@ -645,7 +649,7 @@ static __noinline u32 count_failed(u32 slot, u32 nr, long ret)
 static __noinline u32 count_miss(struct hot_count *c, u32 slot, u64 tag, u32 nr)
 {
 	if (!evict(c))
-		return count_slot(slot, nr, 0);
+		return count_slot(slot, tag >> 32, nr, 0);
 	c->tag = tag;
 	c->ok = 1;
 	c->ev = arg_call(nr);
@@ -718,7 +722,7 @@ int sc_sys_exit(u64 *ctx)
 	u32 slot = e->slot;
 	u32 ev;
 	if (unlikely((unsigned long)ret >= (unsigned long)-4095)) {
-		ev = count_failed(slot, nr, ret);
+		ev = count_failed(slot, base >> 32, nr, ret);
 	} else {
 		u64 tag = base | nr;
 		struct hot_count *c = &h->counts[(slot * 3 + nr) & (HOT_COUNTS - 1)];
