@@ -27,7 +27,7 @@ has_version() {
 	shift 2
 	[[ -x $file ]] || return 1
 	local out
-	out=$("$file" "$@" 2>&1 | head -n 5) || return 1
+	out=$("$file" "$@" 2>&1 | sed -n 1,5p) || return 1
 	[[ $out == *"$want"* ]]
 }
 
