@@ -42,8 +42,9 @@ import (
 // one run is made and thrown away: the timed run finds the new programs
 // already in the caches, as every run after the first does in real use.
 // One placement of a program in memory runs faster or slower than another
-// for reasons of its own, so the benchmark loads 8 copies of the empty
-// programs and 8 of the tracer, and a block uses the next copy of each.
+// for reasons of its own, so the benchmark loads 24 copies of the empty
+// programs and 24 of the tracer, each at a random place, and a block uses
+// the next copy of each.
 // A run's figure is the CPU time (user+system) of the workload's thread,
 // read from its CPU clock: the cost added to the workload itself, without
 // the wait for a core that the wall time also carries.
@@ -64,7 +65,7 @@ import (
 // workload made while it was attached.
 //
 // BenchmarkTracerOverheadCalibration runs the same procedure with the
-// tracer's place taken by 8 more copies of the empty program: two
+// tracer's place taken by 24 more copies of the empty program: two
 // identical programs, whose ratio should come out 1. How far it does not
 // is the procedure's own resolution, to read the tracer's figures by.
 //
@@ -216,10 +217,7 @@ func benchOverhead(b *testing.B, wl benchWorkload, calibrate bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		lost.Events += rep.Lost.Events
-		lost.Tasks += rep.Lost.Tasks
-		lost.Counts += rep.Lost.Counts
-		lost.Capped += rep.Lost.Capped
+		lost = lost.add(rep.Lost)
 		for _, t := range rep.Trees {
 			if slices.Equal(t.Argv, []string{"/t/sysloop", "serve", wl.mode, wl.n}) {
 				for _, cnt := range t.Syscalls {
@@ -263,32 +261,30 @@ func benchOverhead(b *testing.B, wl benchWorkload, calibrate bool) {
 		verdict = "INVALID"
 		note += fmt.Sprintf(" (another program was on sys_exit during %d runs, after %s of waiting for it to go)", foreign, waited.Round(time.Second))
 	}
+	// other names what took the tracer's place.
+	other, detail := "tracer", fmt.Sprintf("%d syscalls/s; lost %+v; with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the empty one %.0f ns); waited %s for other programs on sys_exit to go; ",
+		int64(float64(callsOn)/wallOn.Seconds()), lost, tracerNS, emptyNS, waited)
 	if calibrate {
+		other, detail = "second copy", ""
 		b.ReportMetric(trOver, "second-empty-overhead")
-		b.ReportMetric(emptyOver, "empty-overhead")
-		b.ReportMetric(ratio, "overhead-ratio")
-		b.Logf("%s: %s %s, %d rounds of %d blocks; CPU of the median run: nothing attached %s, empty program %s, its second copy %s; "+
-			"CPU overhead, median of the rounds' medians: second copy %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); load average %s",
-			wl.name, wl.mode, wl.n, rounds, blocksPerRound, median(cpus(runs[modeOff])), median(cpus(runs[modeEmpty])), median(cpus(runs[modeTracer])),
-			trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100, loadAvg())
+	} else {
+		b.ReportMetric(trOver, "tracer-overhead")
+		b.ReportMetric(float64(callsOn)/wallOn.Seconds(), "syscalls/s")
+		b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
+		b.ReportMetric(tracerNS, "prog-ns/run")
+		b.ReportMetric(emptyNS, "empty-prog-ns/run")
+	}
+	b.ReportMetric(emptyOver, "empty-overhead")
+	b.ReportMetric(ratio, "overhead-ratio")
+	b.Logf("%s: %s %s, %d rounds of %d blocks; CPU of the median run: nothing attached %s, empty program %s, %s %s; "+
+		"CPU overhead, median of the rounds' medians: %s %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); %sload average %s",
+		wl.name, wl.mode, wl.n, rounds, blocksPerRound, median(cpus(runs[modeOff])), median(cpus(runs[modeEmpty])), other, median(cpus(runs[modeTracer])),
+		other, trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100, detail, loadAvg())
+	if calibrate {
 		b.Logf("CALIBRATION %s: two identical empty programs measured %+.1f%% and %+.1f%%: ratio %.2f (1 is exact)%s",
 			wl.name, trOver*100, emptyOver*100, ratio, note)
 		return
 	}
-	b.ReportMetric(trOver, "tracer-overhead")
-	b.ReportMetric(emptyOver, "empty-overhead")
-	b.ReportMetric(ratio, "overhead-ratio")
-	b.ReportMetric(float64(callsOn)/wallOn.Seconds(), "syscalls/s")
-	b.ReportMetric(float64(lost.Events+lost.Tasks+lost.Counts+lost.Capped), "lost")
-	b.ReportMetric(tracerNS, "prog-ns/run")
-	b.ReportMetric(emptyNS, "empty-prog-ns/run")
-	b.Logf("%s: %s %s, %d rounds of %d blocks; CPU of the median run: nothing attached %s, empty program %s, tracer %s; "+
-		"CPU overhead, median of the rounds' medians: tracer %+.1f%% (quartiles %+.1f%%, %+.1f%%), empty program %+.1f%% (quartiles %+.1f%%, %+.1f%%); "+
-		"%d syscalls/s; lost %+v; with BPF run-time statistics on, the sys_exit program took %.0f ns per run (the empty one %.0f ns); "+
-		"waited %s for other programs on sys_exit to go; load average %s",
-		wl.name, wl.mode, wl.n, rounds, blocksPerRound, median(cpus(runs[modeOff])), median(cpus(runs[modeEmpty])), median(cpus(runs[modeTracer])),
-		trOver*100, trQ1*100, trQ3*100, emptyOver*100, emptyQ1*100, emptyQ3*100,
-		int64(float64(callsOn)/wallOn.Seconds()), lost, tracerNS, emptyNS, waited, loadAvg())
 	b.Logf("%s %s: tracer CPU overhead %+.1f%%, empty program's %+.1f%%, limit %.1fx that: %+.1f%%; ratio %.2f%s; load average %s",
 		verdict, wl.name, trOver*100, emptyOver*100, limitRatio, limit*100, ratio, note, loadAvg())
 }

@@ -56,6 +56,10 @@ type Lost struct {
 // Any reports whether anything was lost.
 func (l Lost) Any() bool { return l.Events+l.Tasks+l.Counts+l.Capped > 0 }
 
+func (l Lost) add(o Lost) Lost {
+	return Lost{Events: l.Events + o.Events, Tasks: l.Tasks + o.Tasks, Counts: l.Counts + o.Counts, Capped: l.Capped + o.Capped}
+}
+
 func (l Lost) sub(o Lost) Lost {
 	return Lost{Events: l.Events - o.Events, Tasks: l.Tasks - o.Tasks, Counts: l.Counts - o.Counts, Capped: l.Capped - o.Capped}
 }

@@ -89,7 +89,6 @@ type Tracer struct {
 	syncMu  sync.Mutex
 	genMu   sync.Mutex
 	ugen    uint32 // user space's share of the membership generation
-	ncpu    int
 
 	mu      sync.Mutex
 	watches map[uint32]*Watch
@@ -132,11 +131,6 @@ func New(opts Options) (_ *Tracer, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ncpu, err := ebpf.PossibleCPU()
-	if err != nil {
-		return nil, fmt.Errorf("%w: counting CPUs: %v", ErrUnavailable, err)
-	}
-	t.ncpu = ncpu
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

@@ -324,6 +324,12 @@ static __always_inline int head_sensitive(const struct config *g, u64 w)
 
 #define AT_FDCWD -100
 
+/* is_open says whether a call is open, openat or openat2. */
+static __always_inline int is_open(long nr)
+{
+	return nr == 2 || nr == 257 || nr == 437;
+}
+
 /* open_path is the path argument of open, and of openat and openat2 from
  * the working directory (AT_FDCWD), and 0 for any other call. */
 static __always_inline const char *open_path(long nr, const struct pt_regs *regs)
@@ -428,7 +434,7 @@ static __always_inline void syscall_event(struct pt_regs *regs, long nr, long re
 		u64 w;
 		if (bpf_probe_read_user(&w, sizeof(w), path) == 0 && !head_sensitive(g, w))
 			return;
-	} else if (nr == 257 || nr == 437) {
+	} else if (is_open(nr)) {
 		return; /* from a directory descriptor: not read, no event */
 	}
 	/* BTF loads from the trusted pt_regs, no helper calls. */
