@@ -3,21 +3,22 @@
 # process control, hardened bubblewrap, hardened Docker with runc and with
 # gVisor's runsc), each through `sandcheck run` with the full catalog, and
 # renders `sandcheck compare` over the four runs: out/compare.md and
-# compare.html. With --readme it also puts the matrix into README.md
-# between its matrix markers. A run that fails its verdict (exit 1: the
+# compare.html. With --docs (or its old spelling --readme) it also puts the
+# matrix into docs/matrix.md between its matrix markers. A run that fails its verdict (exit 1: the
 # process control always does) is a row like any other; one the harness
 # could not complete (exit 2) stops the script.
 #
-# usage: scripts/matrix.sh [--readme] BIN OUT
+# usage: scripts/matrix.sh [--docs] BIN OUT
 set -euo pipefail
 
 readme=false
-if [[ ${1:-} == --readme ]]; then
+page=docs/matrix.md
+if [[ ${1:-} == --docs || ${1:-} == --readme ]]; then
 	readme=true
 	shift
 fi
-bin=${1:?usage: scripts/matrix.sh [--readme] BIN OUT}
-out=${2:?usage: scripts/matrix.sh [--readme] BIN OUT}
+bin=${1:?usage: scripts/matrix.sh [--docs] BIN OUT}
+out=${2:?usage: scripts/matrix.sh [--docs] BIN OUT}
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -41,10 +42,10 @@ done
 echo "matrix: $out/compare.md, $out/compare.html" >&2
 
 if $readme; then
-	begin='<!-- matrix:begin (scripts/matrix.sh --readme; do not edit by hand) -->'
+	begin='<!-- matrix:begin (scripts/matrix.sh --docs; do not edit by hand) -->'
 	end='<!-- matrix:end -->'
-	grep -qxF "$begin" README.md && grep -qxF "$end" README.md || {
-		echo "matrix: README.md has no matrix markers" >&2
+	grep -qxF "$begin" "$page" && grep -qxF "$end" "$page" || {
+		echo "matrix: $page has no matrix markers" >&2
 		exit 2
 	}
 	tmp=$(mktemp)
@@ -61,8 +62,8 @@ if $readme; then
 	awk -v b="$begin" -v e="$end" -v f="$tmp.block" '
 		$0 == b { while ((getline l < f) > 0) print l; skip = 1; next }
 		$0 == e { skip = 0; next }
-		!skip' README.md >"$tmp"
-	cp "$tmp" README.md
+		!skip' "$page" >"$tmp"
+	cp "$tmp" "$page"
 	rm -f "$tmp.block"
-	echo "matrix: README.md updated" >&2
+	echo "matrix: $page updated" >&2
 fi
