@@ -49,10 +49,27 @@ run: setup build images ## run the hardened reference target, reports in out/
 		exit $$rc
 	}
 
-test: setup build images lint script-test ## everything CI runs: lint, script tests, all Go tests incl. e2e, a short fuzz of every parser, then the cluster stage
-	$(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
-	$(MAKE) --no-print-directory fuzz
-	$(MAKE) --no-print-directory test-cluster-stage
+# Each stage prints its duration as it ends and all of them again at the end,
+# so a slow CI run says where its time went.
+test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl. e2e, a short fuzz of every parser, then the cluster stage; prints each stage's duration
+	took=()
+	stage() {
+		local name=$$1 t=$$SECONDS
+		shift
+		echo "=== make test: $$name"
+		"$$@"
+		took+=("$$(printf '%-14s %5d s' "$$name" "$$((SECONDS - t))")")
+		echo "=== make test: $$name took $$((SECONDS - t)) s"
+	}
+	stage setup $(MAKE) --no-print-directory setup
+	stage build $(MAKE) --no-print-directory build images
+	stage lint $(MAKE) --no-print-directory lint
+	stage script-test $(MAKE) --no-print-directory script-test
+	stage go-test env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
+	stage fuzz $(MAKE) --no-print-directory fuzz
+	stage cluster $(MAKE) --no-print-directory test-cluster-stage
+	echo "=== make test: stage durations"
+	printf '  %s\n' "$${took[@]}"
 
 # The cluster stage of `make test`, after the Docker suite: the cluster's
 # binaries built (or reused from bin/cluster), then `make test-cluster`.
