@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup build images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup build probe-embed images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -35,9 +35,19 @@ setup: ## install and start what the e2e targets need (Debian 12, root)
 
 build: ## build bin/sandcheck-probe (static) and bin/sandcheck
 	mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/sandcheck-probe ./cmd/sandcheck-probe
+	bash scripts/build-probe.sh $(BIN)/sandcheck-probe
 	bash scripts/check-static.sh $(BIN)/sandcheck-probe || { echo "build: the probe must be static (CGO_ENABLED=0)" >&2; exit 1; }
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/sandcheck ./cmd/sandcheck
+
+# The CLI embeds the probe (probebin/), so a binary installed with `go
+# install` runs targets with nothing beside it; probebin's drift test fails
+# when the probe's sources change without this.
+probe-embed: ## rebuild the probe embedded in the CLI (probebin/sandcheck-probe.linux-amd64.gz); run after changing the probe's code
+	tmp=$$(mktemp -d)
+	trap 'rm -rf "$$tmp"' EXIT
+	bash scripts/build-probe.sh "$$tmp/sandcheck-probe"
+	gzip -n -9 <"$$tmp/sandcheck-probe" >probebin/sandcheck-probe.linux-amd64.gz
+	echo "probe-embed: probebin/sandcheck-probe.linux-amd64.gz ($$(stat -c %s probebin/sandcheck-probe.linux-amd64.gz) bytes)"
 
 images: ## build the first-party images (no-op when up to date)
 	@bash scripts/build-images.sh

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/policies"
+	"github.com/sandcheck/sandcheck/probebin"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -96,7 +97,9 @@ func (c Config) NewGrader() (*policies.Grader, error) {
 }
 
 // DefaultProbeBinary finds sandcheck-probe: $SANDCHECK_BIN, then next to the
-// running executable, then ./bin.
+// running executable, then ./bin, then the copy embedded in this binary
+// (written out to the user's cache). When none is usable it returns ./bin's
+// path, whose open error then says what is missing.
 func DefaultProbeBinary() string {
 	var cands []string
 	if d := os.Getenv("SANDCHECK_BIN"); d != "" {
@@ -110,6 +113,9 @@ func DefaultProbeBinary() string {
 		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() {
 			return c
 		}
+	}
+	if p, err := probebin.Path(); err == nil {
+		return p
 	}
 	return cands[len(cands)-1]
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 // Runner starts sandboxes the way a platform does.
@@ -189,14 +191,14 @@ type SandboxSpec struct {
 }
 
 // ProbeMount is where the probe directory appears inside a sandbox.
-const ProbeMount = "/.sandcheck"
+const ProbeMount = probes.ProbeMount
 
 // GoAheadDir is the folder of ProbeDir where the harness creates a task's
 // go-ahead file once it watches the sandbox (sandcheck-probe run --go-ahead).
-const GoAheadDir = "go"
+const GoAheadDir = probes.GoAheadDir
 
 // ProbeBinary is the probe binary's file name inside ProbeDir.
-const ProbeBinary = "sandcheck-probe"
+const ProbeBinary = probes.ProbeBinary
 
 // MaxOutput caps each of stdout and stderr kept from one Exec.
 const MaxOutput = 256 << 10

@@ -30,7 +30,6 @@ import (
 	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/probes/impl"
-	"github.com/sandcheck/sandcheck/runners"
 )
 
 func main() {
@@ -102,7 +101,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if p.ProbeDir == "" {
-		p.ProbeDir = runners.ProbeMount
+		p.ProbeDir = probes.ProbeMount
 	}
 	goAhead := &p.GoAhead
 	pack := p.Pack != nil
@@ -119,7 +118,7 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sandcheck-probe: go_ahead must match %s\n", safeArg)
 			return 2
 		}
-		if err := waitGoAhead(filepath.Join(p.ProbeDir, runners.GoAheadDir, *goAhead), goAheadWait); err != nil {
+		if err := waitGoAhead(filepath.Join(p.ProbeDir, probes.GoAheadDir, *goAhead), goAheadWait); err != nil {
 			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 			return 2
 		}

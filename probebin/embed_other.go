@@ -1,0 +1,7 @@
+//go:build !(linux && amd64)
+
+package probebin
+
+// probeGz is empty where no probe is embedded: Binary and Path return
+// ErrNone.
+var probeGz []byte

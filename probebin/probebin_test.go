@@ -1,0 +1,98 @@
+package probebin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestEmbeddedProbeIsCurrent rebuilds the probe from the sources of this
+// checkout exactly as `make probe-embed` does and requires the embedded copy
+// to be that binary: a change to the probe's code without `make probe-embed`
+// would otherwise ship a CLI whose probe is not the code under review.
+func TestEmbeddedProbeIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the probe: not in -short")
+	}
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("the embedded probe is linux/amd64 only; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	got, digest, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "sandcheck-probe")
+	cmd := exec.Command("bash", "../scripts/build-probe.sh", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, b)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		sum := sha256.Sum256(want)
+		t.Fatalf("the embedded probe (sha256 %s, %d bytes) is not what the probe's sources build (sha256 %s, %d bytes): run `make probe-embed` and commit probebin/sandcheck-probe.linux-amd64.gz",
+			digest, len(got), hex.EncodeToString(sum[:]), len(want))
+	}
+}
+
+// TestPathWritesAndRepairs extracts the probe into an empty cache, then
+// replaces the extracted file by a tampered copy and by a symbolic link to
+// another file: each time Path must put the embedded bytes back and never
+// write through the link.
+func TestPathWritesAndRepairs(t *testing.T) {
+	if len(probeGz) == 0 {
+		t.Skip("no probe embedded for this platform")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	want, digest, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(stage string) string {
+		t.Helper()
+		p, err := Path()
+		if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("%s: %s is %v (%v), want a regular file with mode 0755", stage, p, fi, err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(b, want) {
+			t.Fatalf("%s: %s does not hold the embedded probe (%v)", stage, p, err)
+		}
+		return p
+	}
+	p := check("empty cache")
+	if filepath.Base(filepath.Dir(p)) != digest[:16] {
+		t.Errorf("extracted to %s, want a folder named by the digest %s", p, digest[:16])
+	}
+
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho tampered\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("tampered copy")
+
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, p); err != nil {
+		t.Fatal(err)
+	}
+	check("symbolic link")
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+}
