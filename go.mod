@@ -432,13 +432,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.61.0
 )
-
-// fxamacker/cbor/v2 v2.9.4 (asked for by containerd/v2's go.mod) could not be
-// fetched when client-go was added (no module proxy on the build machine) and
-// is not in its module cache. Of the packages this module builds, only
-// k8s.io/apimachinery's CBOR serializer imports cbor, and k8s.io/apimachinery,
-// k8s.io/api and k8s.io/client-go v0.37.2 themselves require v2.9.1: every
-// cbor identifier they use exists there (the build checks it), and client-go
-// speaks JSON and protobuf unless the ClientsAllowCBOR feature gate is on.
-// Drop this replace once v2.9.4 can be fetched.
-replace github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.1
