@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup build probe-embed images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -32,6 +32,9 @@ help: ## list the targets
 
 setup: ## install and start what the e2e targets need (Debian 12, root)
 	@bash scripts/setup.sh
+
+setup-run: ## install and start only what a run needs (no compiler, no browser)
+	@bash scripts/setup.sh --run
 
 build: ## build bin/sandcheck-probe (static) and bin/sandcheck
 	mkdir -p $(BIN)
@@ -52,7 +55,7 @@ probe-embed: ## rebuild the probe embedded in the CLI (probebin/sandcheck-probe.
 images: ## build the first-party images (no-op when up to date)
 	@bash scripts/build-images.sh
 
-run: setup build images ## run the hardened reference target, reports in out/
+run: setup-run build images ## run the hardened reference target, reports in out/
 	$(BIN)/sandcheck run --target fixtures/targets/hardened.yaml --out $(OUT)/ || {
 		rc=$$?
 		echo "make run: sandcheck run exited $$rc (1: a release criterion failed, 2: the harness could not run; reports in $(OUT)/)" >&2

@@ -18,10 +18,14 @@
 #   SANDCHECK_SETUP_UID    replaces the effective uid
 set -euo pipefail
 
-readonly PACKAGES=(docker.io runsc bubblewrap busybox-static iptables clang llvm libbpf-dev ca-certificates)
-# Debian only: Ubuntu's chromium package is a snap launcher, which does not
-# run in containers or CI (GitHub's Ubuntu runners have google-chrome, which
-# the reports' test uses instead).
+# What a run needs (`setup.sh --run`, make run), then what only the tests
+# and the BPF build add (the default, make test).
+readonly RUN_PACKAGES=(docker.io runsc bubblewrap busybox-static iptables ca-certificates)
+readonly TEST_PACKAGES=(clang llvm libbpf-dev)
+readonly PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
+# Debian only, tests only: Ubuntu's chromium package is a snap launcher,
+# which does not run in containers or CI (GitHub's Ubuntu runners have
+# google-chrome, which the reports' test uses instead).
 readonly DEBIAN_EXTRA=(chromium)
 readonly DAEMON_JSON=/etc/docker/daemon.json
 # Debian's runsc (2022) needs the host network stack (its netstack fails on
@@ -68,14 +72,17 @@ EOF
 
 has_systemd() { [[ -d /run/systemd/system ]]; }
 
-# packages_for OS_ID prints the packages setup installs on that system, one a
-# line.
+# packages_for OS_ID [PURPOSE] prints the packages setup installs on that
+# system for PURPOSE (run, or test: the default), one a line.
 packages_for() {
-	case $1 in
-	debian) printf '%s\n' "${PACKAGES[@]}" "${DEBIAN_EXTRA[@]}" ;;
-	ubuntu) printf '%s\n' "${PACKAGES[@]}" ;;
-	*) return 1 ;;
-	esac
+	case $1 in debian | ubuntu) ;; *) return 1 ;; esac
+	if [[ ${2:-test} == run ]]; then
+		printf '%s\n' "${RUN_PACKAGES[@]}"
+		return 0
+	fi
+	printf '%s\n' "${PACKAGES[@]}"
+	[[ $1 == debian ]] && printf '%s\n' "${DEBIAN_EXTRA[@]}"
+	return 0
 }
 
 # installable PKG... prints the packages apt has a candidate for and warns
@@ -98,8 +105,8 @@ installable() {
 # ensure_packages installs the packages of OS_ID that are not installed yet;
 # apt-get update runs only when something is missing.
 ensure_packages() {
-	local os_id=${1:-debian} missing=() pkg status wanted
-	mapfile -t wanted < <(packages_for "$os_id")
+	local os_id=${1:-debian} purpose=${2:-test} missing=() pkg status wanted
+	mapfile -t wanted < <(packages_for "$os_id" "$purpose")
 	for pkg in "${wanted[@]}"; do
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
 		[[ $status == installed ]] || missing+=("$pkg")
@@ -368,8 +375,14 @@ ensure_docker_user_chain() {
 	say "created the DOCKER-USER iptables chain"
 }
 
+# main [--run]: with --run, only what a run needs (no compiler, no browser).
 main() {
-	local os_id uid
+	local os_id uid purpose=test
+	case ${1:-} in
+	--run) purpose=run ;;
+	"") ;;
+	*) die "unknown argument $1 (usage: setup.sh [--run])" ;;
+	esac
 	os_id=${SANDCHECK_SETUP_OS_ID:-$(. /etc/os-release 2>/dev/null && echo "${ID:-unknown}" || echo unknown)}
 	uid=${SANDCHECK_SETUP_UID:-$EUID}
 	[[ ($os_id == debian || $os_id == ubuntu) && $uid == 0 ]] || manual_instructions "$os_id" "$uid"
@@ -377,7 +390,7 @@ main() {
 	# CI shells and sudo may leave the sbin directories off PATH.
 	export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
-	ensure_packages "$os_id"
+	ensure_packages "$os_id" "$purpose"
 	ensure_cgroups
 	ensure_tracefs
 	ensure_iptables

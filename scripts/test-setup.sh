@@ -120,7 +120,7 @@ for case in "SANDCHECK_SETUP_OS_ID=fedora" "SANDCHECK_SETUP_OS_ID=ubuntu SANDCHE
 	out=$(env $case bash "$here/setup.sh" 2>&1 >/dev/null)
 	rc=$?
 	[[ $rc == 2 ]] || fail "$case: exit $rc, want 2"
-	for want in "docker.io runsc bubblewrap busybox-static iptables clang llvm libbpf-dev ca-certificates" \
+	for want in "docker.io runsc bubblewrap busybox-static iptables ca-certificates clang llvm libbpf-dev" \
 		'"runtimeArgs": ["--network=host", "--oci-seccomp"]' "dockerd" "tracefs"; do
 		[[ $out == *"$want"* ]] || fail "$case: instructions lack '$want'"
 	done
@@ -133,6 +133,9 @@ ubu=$(packages_for ubuntu | tr '\n' ' ')
 [[ $deb == *"docker.io runsc bubblewrap"*" chromium "* ]] || fail "debian packages: $deb"
 [[ $ubu == *"docker.io runsc bubblewrap"* && $ubu != *chromium* ]] || fail "ubuntu packages: $ubu"
 packages_for fedora >/dev/null 2>&1 && fail "packages_for fedora succeeded"
+# A run needs neither the compiler nor the browser.
+run=$(packages_for debian run | tr '\n' ' ')
+[[ $run == *"docker.io runsc bubblewrap"* && $run != *chromium* && $run != *clang* ]] || fail "debian run packages: $run"
 
 # installable keeps what apt can install and warns, with the way to get it,
 # about what it cannot (a fake apt-cache: runsc has no candidate).
