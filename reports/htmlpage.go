@@ -63,8 +63,8 @@ details summary{cursor:pointer}
 {{range .Criteria}}<tr><td><code>{{.ID}}</code></td><td class="s-{{.Status}}">{{.Status}}</td><td>{{.Summary}}{{if .Reasons}} <details><summary>reasons</summary>{{range .Reasons}}<div><code>{{.}}</code></div>{{end}}</details>{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Risks}}<h2>Residual risks</h2>
-<table><tr><th>Risk</th><th>Exposure</th><th>Restrictions</th><th>Waivers</th><th>Owner</th><th>Status</th></tr>
-{{range .Risks}}<tr><td>{{.Title}}</td><td>{{.Exposure}}</td><td>{{range .Restrictions}}<div>{{.}}</div>{{end}}</td><td>{{range .Waivers}}<div><code>{{.}}</code></div>{{end}}</td><td>{{.Owner}}</td><td>{{if .Accepted}}accepted{{else}}<span class="s-fail">needs a decision</span>{{end}}</td></tr>
+<table><tr><th>Risk</th><th>Exposure</th><th>Accepted by</th><th>Owner</th><th>Status</th></tr>
+{{range .Risks}}<tr><td>{{.Title}}</td><td>{{.Exposure}}</td><td>{{range .Restrictions}}<div>{{.}}</div>{{end}}{{range .Waivers}}<div>waiver <code>{{.}}</code></div>{{end}}</td><td>{{.Owner}}</td><td>{{if .Accepted}}accepted{{else if .Open}}<span class="s-fail">open: {{.Open}}</span>{{else}}<span class="s-fail">needs a decision</span>{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Waivers}}<h2>Applied waivers</h2>
 <table><tr><th>Waiver</th><th>Criterion</th><th>Probe</th><th>Owner</th><th>Expires</th><th>Reason</th></tr>

@@ -230,6 +230,8 @@ func mdRisks(b *bytes.Buffer, rec *evidence.Record) {
 		status := "**needs a decision**"
 		if r.Accepted {
 			status = "accepted"
+		} else if r.Open != "" {
+			status = "**open**: " + cell(r.Open)
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", cell(r.Title), cell(r.Exposure),
 			cell(strings.Join(append(slices.Clone(r.Restrictions), r.Waivers...), "; ")), cell(r.Owner), status)

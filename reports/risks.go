@@ -27,8 +27,12 @@ type Risk struct {
 	// Accepted: the profile admits the risk (or a waiver accepts it); false
 	// means the risk needs a decision (a stricter runtime, a waiver with an
 	// owner, or a contract).
-	Accepted bool   `json:"accepted"`
-	Owner    string `json:"owner"`
+	Accepted bool `json:"accepted"`
+	// Open says why a risk is not accepted when a restriction that would
+	// accept it did not hold in this run (its criterion failed): a register
+	// never calls a risk accepted on a control the verdict says is broken.
+	Open  string `json:"open,omitempty"`
+	Owner string `json:"owner"`
 	// Criterion is the release criterion that grades the controls around it.
 	Criterion string `json:"criterion"`
 }
@@ -105,8 +109,15 @@ func Risks(rec *evidence.Record) []Risk {
 	}
 	var rs []Risk
 	restr := []string{}
+	var network []string // the profile's network, where it held
+	var broken []string  // restrictions of the profile that did not hold
 	if known {
-		restr = append(restr, fmt.Sprintf("profile %s: network %s", rec.Target.Profile, prof.network))
+		if held, status := criterionHeld(rec, "default-deny-egress"); held {
+			network = []string{fmt.Sprintf("profile %s: network %s", rec.Target.Profile, prof.network)}
+			restr = append(restr, network...)
+		} else {
+			broken = append(broken, fmt.Sprintf("the profile's network (%s) did not hold: default-deny-egress is %s", prof.network, status))
+		}
 	} else {
 		restr = append(restr, fmt.Sprintf("profile %q is not one of the design guide's", plain(rec.Target.Profile)))
 	}
@@ -139,6 +150,7 @@ func Risks(rec *evidence.Record) []Risk {
 		kernel.Restrictions = append(kernel.Restrictions, "profile admits only "+strings.Join(prof.classes, ", "))
 	}
 	kernel.Accepted = kernel.Accepted || len(kernel.Waivers) > 0
+	holds(rec, &kernel, broken)
 	rs = append(rs, kernel)
 
 	mgmt := Risk{ID: "management-plane-compromise", Title: "Management-plane compromise", Criterion: "no-host-mount",
@@ -156,14 +168,16 @@ func Risks(rec *evidence.Record) []Risk {
 		mgmt.Restrictions = []string{"no sandbox mounts an engine socket (runtime view)"}
 	}
 	mgmt.Accepted = len(sockets) == 0 || len(mgmt.Waivers) > 0
+	holds(rec, &mgmt, nil)
 	rs = append(rs, mgmt)
 
 	if !slices.Contains(localRunners, rec.Runner) {
 		v := Risk{ID: "vendor-administrator-access", Title: "Vendor administrator access", Criterion: "attributable-policy",
 			Owner: "vendor management (contract owner)", Waivers: waivers("attributable-policy"),
 			Exposure:     fmt.Sprintf("the %s platform's administrators can reach the sandboxes, their inputs and outputs outside this test", plain(rec.Runner)),
-			Restrictions: append([]string{"only data the vendor contract covers may enter these sandboxes"}, restr[:1]...)}
+			Restrictions: append([]string{"only data the vendor contract covers may enter these sandboxes"}, network...)}
 		v.Accepted = len(v.Waivers) > 0
+		holds(rec, &v, broken)
 		rs = append(rs, v)
 	}
 
@@ -186,6 +200,37 @@ func Risks(rec *evidence.Record) []Risk {
 		}
 	}
 	return rs
+}
+
+// criterionHeld reports whether criterion id passed (or was waived) in the
+// run's verdict, and its status otherwise ("not graded" without a verdict).
+func criterionHeld(rec *evidence.Record, id string) (bool, string) {
+	if rec.Verdict == nil {
+		return false, "not graded"
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == id {
+			return c.Status == evidence.StatusPass || c.Status == evidence.StatusWaived, plain(c.Status)
+		}
+	}
+	return false, "not graded"
+}
+
+// holds withdraws a risk's acceptance when its own criterion or one of the
+// profile restrictions it rests on (broken) did not hold in this run, and
+// says which in Open.
+func holds(rec *evidence.Record, r *Risk, broken []string) {
+	var why []string
+	if r.Criterion != "" {
+		if held, status := criterionHeld(rec, r.Criterion); !held {
+			why = append(why, fmt.Sprintf("criterion %s is %s in this run", r.Criterion, status))
+		}
+	}
+	why = append(why, broken...)
+	if len(why) > 0 {
+		r.Accepted = false
+		r.Open = strings.Join(why, "; ")
+	}
 }
 
 func runtimeName(rec *evidence.Record) string {

@@ -30,10 +30,18 @@ func TestRisksFollowTheRecord(t *testing.T) {
 		t.Errorf("runc under high-risk-code: %+v", k)
 	}
 	rec.Target.Profile = "no-network-transform"
-	if k, _ := riskByID(Risks(rec), "shared-kernel-exposure"); !k.Accepted {
-		t.Errorf("a profile admitting shared kernels does not accept the risk: %+v", k)
+	// The weak run failed hardened-runtime and default-deny-egress: the
+	// register must not accept a risk on restrictions the verdict says broke.
+	k, _ = riskByID(Risks(rec), "shared-kernel-exposure")
+	if k.Accepted || !strings.Contains(k.Open, "criterion hardened-runtime is fail") || !strings.Contains(k.Open, "default-deny-egress is") ||
+		slices.ContainsFunc(k.Restrictions, func(s string) bool { return strings.Contains(s, "network none") }) {
+		t.Errorf("failed criteria still accept the risk or list the broken restriction: %+v", k)
 	}
-	gv := hardenedRecord() // runsc
+	ok2 := passing(rec)
+	if k, _ := riskByID(Risks(ok2), "shared-kernel-exposure"); !k.Accepted || k.Open != "" || !slices.Contains(k.Restrictions, "profile no-network-transform: network none") {
+		t.Errorf("a profile admitting shared kernels, every criterion held, does not accept the risk: %+v", k)
+	}
+	gv := passing(hardenedRecord()) // runsc
 	if k, _ := riskByID(Risks(gv), "shared-kernel-exposure"); !strings.Contains(k.Title, "user-space kernel") || !k.Accepted {
 		t.Errorf("gVisor: %+v", k)
 	}
@@ -47,7 +55,7 @@ func TestRisksFollowTheRecord(t *testing.T) {
 		t.Error("a local runner carries vendor administrator access")
 	}
 
-	remote := hardenedRecord()
+	remote := passing(hardenedRecord())
 	remote.Runner, remote.Runtime = "opensandbox", ""
 	remote.Results = append(remote.Results, res("egress.icmp", "default-deny-egress", outcomeNotTested, "no network view"))
 	remote.Verdict.Waivers = []evidence.WaiverUse{{ID: "w.yaml:3", Criterion: "attributable-policy", Owner: "vendor-mgmt", Expires: "2030-01-01", Reason: "contract", Waived: []string{"x"}}}
@@ -65,4 +73,16 @@ func TestRisksFollowTheRecord(t *testing.T) {
 	if k, _ := riskByID(rs, "shared-kernel-exposure"); k.Accepted {
 		t.Errorf("an unknown isolation class is accepted: %+v", k)
 	}
+}
+
+// passing is a copy of rec whose verdict says every criterion passed.
+func passing(rec *evidence.Record) *evidence.Record {
+	out := *rec
+	v := *rec.Verdict
+	v.Criteria = slices.Clone(v.Criteria)
+	for i := range v.Criteria {
+		v.Criteria[i].Status = evidence.StatusPass
+	}
+	out.Verdict = &v
+	return &out
 }
