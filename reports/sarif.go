@@ -201,7 +201,7 @@ func (SARIF) Write(w io.Writer, rec *evidence.Record) error {
 			Region: sarifRegion{StartLine: at.line(probe, criterion)}}}}
 	}
 	fingerprint := func(id string) map[string]string {
-		return map[string]string{"sandcheckTargetFinding/v1": plain(rec.Target.Name) + ":" + plain(id)}
+		return map[string]string{"sandcheckTargetFinding/v1": plain(rec.Target.Name) + ":" + plain(stableText(rec, id))}
 	}
 	shown := map[string]bool{}
 	counts := map[string]int{}
