@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -24,7 +25,15 @@ func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 	if err != nil {
 		return runners.RuntimeView{}, fmt.Errorf("inspecting container %s: %w", s.id, err)
 	}
-	return runtimeView(res.Container, s.image), nil
+	v := runtimeView(res.Container, s.image)
+	if v.State != "" && v.State != "running" && !v.OOMKilled && s.oom != nil {
+		// Only once the sandbox is over: an earlier exec's OOM victim in a
+		// live sandbox must not settle a later probe. The cgroup goes away
+		// just after the exit; wait briefly for the watch to see that.
+		s.oom.Settle(2 * time.Second)
+		v.OOMKilled = s.oom.Seen()
+	}
+	return v, nil
 }
 
 // runtimeView maps an engine inspection to the runner-neutral view.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/moby/moby/client"
 )
@@ -26,6 +27,10 @@ type Sandbox struct {
 	// hostDirs are the writable host folders (binds and volumes) mounted
 	// into the container, where FindResidue looks for planted files.
 	hostDirs []string
+	// oom follows the container's memory cgroup for the kernel's OOM
+	// notifications (nil where it cannot: Inspect then has only the
+	// engine's word).
+	oom *oomWatch
 
 	closeMu  sync.Mutex
 	closed   bool // Close removed the container
@@ -55,17 +60,24 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	if err := remove(ctx, s.cli, s.id); err != nil {
 		return err
 	}
+	s.oom.Close()
 	s.closed = true
 	s.log.Debug("sandbox removed", "id", s.id)
 	return nil
 }
 
 // recordLayout notes where the container's root filesystem is mounted on the
-// host, for VerifyTeardown. Not knowing it only narrows that check.
-func (s *Sandbox) recordLayout(ctx context.Context) {
+// host, for VerifyTeardown, and starts following its memory cgroup for OOM
+// kills (for at most maxLife). Not knowing either only narrows a check.
+func (s *Sandbox) recordLayout(ctx context.Context, maxLife time.Duration) {
 	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
 	if err != nil {
 		return
+	}
+	if st := res.Container.State; st != nil && st.Running {
+		if s.oom, err = watchOOM(st.Pid, maxLife); err != nil {
+			s.log.Debug("no OOM watch: the engine's OOMKilled is all there is", "err", err)
+		}
 	}
 	s.hostDirs = writableHostDirs(res.Container.Mounts)
 	if res.Container.GraphDriver == nil {

@@ -119,7 +119,7 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	if err != nil {
 		return nil, r.startFailed(ctx, cli, name, err)
 	}
-	sb.recordLayout(ctx)
+	sb.recordLayout(ctx, r.maxLife)
 	r.log.Debug("sandbox ready", "name", name, "id", sb.id)
 	return sb, nil
 }
