@@ -141,3 +141,62 @@ func TestHistoryAndComparePagesRenderInChromium(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintedReportHoldsEveryResult prints the report of a stored weak run
+// to PDF in headless Chromium, as an auditor saves it, and requires the
+// PDF's text (pdftotext) to name every probe of the record and every reason
+// of every criterion: print styles must not hide the collapsed sections.
+func TestPrintedReportHoldsEveryResult(t *testing.T) {
+	bin := chromium(t)
+	pdftotext, err := exec.LookPath("pdftotext")
+	if err != nil {
+		t.Skip("pdftotext is not installed (apt-get install poppler-utils; scripts/setup.sh installs it): the printed report is not read")
+	}
+	rec := fullWeak(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := (HTML{}).Write(&b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pdf := filepath.Join(artifactDir(t), "report-full-weak.pdf")
+	_, log := render(t, bin, page, "--no-pdf-header-footer", "--print-to-pdf="+pdf)
+	if st, err := os.Stat(pdf); err != nil || st.Size() < 10_000 {
+		t.Fatalf("no PDF at %s (%v)\n%s", pdf, err, log)
+	}
+	out, err := exec.Command(pdftotext, "-raw", pdf, "-").Output()
+	if err != nil {
+		t.Fatalf("pdftotext: %v", err)
+	}
+	// Text wraps at line ends and hyphens: compare with white space removed.
+	text := strings.Join(strings.Fields(string(out)), "")
+	var missing []string
+	for _, r := range rec.Results {
+		if !strings.Contains(text, r.Probe) {
+			missing = append(missing, r.Probe)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("the printed report names %d of %d probes; missing: %s", len(rec.Results)-len(missing), len(rec.Results), strings.Join(capList(missing, 10), ", "))
+	}
+	reasons, lost := 0, 0
+	for _, c := range rec.Verdict.Criteria {
+		for _, r := range c.Reasons {
+			reasons++
+			words := strings.Fields(r)
+			if len(words) > 6 {
+				words = words[:6]
+			}
+			if !strings.Contains(text, strings.Join(words, "")) {
+				lost++
+			}
+		}
+	}
+	if lost > 0 {
+		t.Errorf("the printed report lacks %d of %d criterion reasons", lost, reasons)
+	}
+	t.Logf("PDF kept at %s: %d probes, %d criterion reasons", pdf, len(rec.Results), reasons)
+}

@@ -32,7 +32,13 @@ details summary{cursor:pointer}
 @media print{
  body{margin:0;max-width:none;font-size:9pt}
  .finding{padding:.2rem .4rem;margin:.25rem 0}
- details:not([open]),.noprint{display:none}
+ /* A printed or PDF report is the audit copy: every collapsed section
+    (results with their evidence, every criterion's reasons, warnings) is
+    printed open. */
+ details::details-content{content-visibility:visible;display:contents}
+ details>summary{list-style:none;font-weight:600;cursor:auto}
+ details>summary::-webkit-details-marker{display:none}
+ .noprint{display:none}
  .banner,.finding,.fix,th,rect{print-color-adjust:exact;-webkit-print-color-adjust:exact}
  h2{break-after:avoid}tr{break-inside:avoid}
  a{color:inherit;text-decoration:none}
@@ -77,7 +83,7 @@ details summary{cursor:pointer}
 {{if .Warnings}}<h2>Warnings</h2><details><summary>{{len .Warnings}} warning(s)</summary><ul>{{range .Warnings}}<li><code>{{.}}</code></li>{{end}}</ul></details>{{end}}
 <h2>All results</h2>
 <p>{{len .Results}} results: {{index .Counts "ok"}} ok, {{index .Counts "fail"}} fail, {{index .Counts "error"}} error, {{index .Counts "skipped"}} skipped, {{index .Counts "not-tested"}} not tested.</p>
-<details class="noprint"><summary>Every result with its evidence</summary>
+<details><summary>Every result with its evidence</summary>
 <table><tr><th>Probe</th><th>Criterion</th><th>Severity</th><th>Expected</th><th>Reported</th><th>Effective</th><th>Status</th><th>Why / evidence</th><th>s</th></tr>
 {{range .Results}}<tr><td><code>{{.Probe}}</code></td><td>{{.Criterion}}</td><td>{{.Severity}}</td><td>{{.Expected}}</td><td>{{.Reported}}</td><td>{{.Effective}}</td><td class="s-{{.State}}">{{.State}}</td>
 <td>{{if .Message}}<div><code>{{.Message}}</code></div>{{end}}{{if .Detail}}<div><code>detail: {{.Detail}}</code></div>{{end}}{{range .Evidence}}<div><code>{{.}}</code></div>{{end}}</td><td>{{printf "%.2f" .Seconds}}</td></tr>

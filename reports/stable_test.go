@@ -80,10 +80,10 @@ func fingerprints(t *testing.T, run []byte) map[string]bool {
 func TestStableText(t *testing.T) {
 	rec := &evidence.Record{RunID: "20261203t103508-68d6e947"}
 	for in, want := range map[string]string{
-		"mounts host path /tmp/sandcheck-run-1112200651/agent at /x":    "mounts host path <run-folder>/agent at /x",
-		"handed out ..\\..\\sc1639d7374be7.traversal-name.win":          "handed out ..\\..\\<token>.traversal-name.win",
+		"mounts host path /tmp/sandcheck-run-1112200651/agent at /x":     "mounts host path <run-folder>/agent at /x",
+		"handed out ..\\..\\sc1639d7374be7.traversal-name.win":           "handed out ..\\..\\<token>.traversal-name.win",
 		"network sandcheck-20261203t103 of run 20261203t103508-68d6e947": "network sandcheck-<run> of run <run>",
-		"probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs": "probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs",
+		"probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs":  "probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs",
 	} {
 		if got := stableText(rec, in); got != want {
 			t.Errorf("stableText(%q) = %q, want %q", in, got, want)

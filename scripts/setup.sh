@@ -21,7 +21,7 @@ set -euo pipefail
 # What a run needs (`setup.sh --run`, make run), then what only the tests
 # and the BPF build add (the default, make test).
 readonly RUN_PACKAGES=(docker.io runsc bubblewrap busybox-static iptables ca-certificates)
-readonly TEST_PACKAGES=(clang llvm libbpf-dev)
+readonly TEST_PACKAGES=(clang llvm libbpf-dev poppler-utils)
 readonly PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
 # Debian only, tests only: Ubuntu's chromium package is a snap launcher,
 # which does not run in containers or CI (GitHub's Ubuntu runners have

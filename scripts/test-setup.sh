@@ -120,7 +120,7 @@ for case in "SANDCHECK_SETUP_OS_ID=fedora" "SANDCHECK_SETUP_OS_ID=ubuntu SANDCHE
 	out=$(env $case bash "$here/setup.sh" 2>&1 >/dev/null)
 	rc=$?
 	[[ $rc == 2 ]] || fail "$case: exit $rc, want 2"
-	for want in "docker.io runsc bubblewrap busybox-static iptables ca-certificates clang llvm libbpf-dev" \
+	for want in "docker.io runsc bubblewrap busybox-static iptables ca-certificates clang llvm libbpf-dev poppler-utils" \
 		'"runtimeArgs": ["--network=host", "--oci-seccomp"]' "dockerd" "tracefs"; do
 		[[ $out == *"$want"* ]] || fail "$case: instructions lack '$want'"
 	done
