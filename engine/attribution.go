@@ -15,8 +15,9 @@ import (
 // (not the harness's sandcheck.* ones, which it adds to every sandbox) must
 // carry its identities: the run, task and policy identities through the
 // labels the target declares (attribution:), or without that declaration
-// labels naming sandcheck's run, target and task. Escaped means the sandbox
-// cannot be tied to its run from the runtime's records.
+// labels naming sandcheck's run and task (the run names its target: a label
+// naming the target as well is reported, not required). Escaped means the
+// sandbox cannot be tied to its run from the runtime's records.
 func (e *Engine) identityFact(fact string, v *runners.RuntimeView) evidence.Item {
 	it := evidence.Item{Source: evidence.SourceRuntime, Kind: fact}
 	switch fact {
@@ -40,20 +41,25 @@ func (e *Engine) identityFact(fact string, v *runners.RuntimeView) evidence.Item
 			it.Summary = "no label besides the harness's own sandcheck.* labels names the run, the target or the task"
 		}
 		if len(missing) == 0 {
-			it.Summary += ": they name the run, the target and the task"
+			it.Summary += ": they name the run and the task"
 			it.Indicates = probes.Blocked
 		} else {
-			it.Summary += "; no label names the " + strings.Join(missing, ", the ")
+			it.Summary += "; no label names the " + strings.Join(missing, ", the ") +
+				" (a platform that names them in its own vocabulary declares its labels with the target's attribution: key)"
 			it.Indicates = probes.Escaped
 		}
 	}
 	return it
 }
 
-// labelBinding lists what of run, target and task no platform label value
-// names, and the platform labels that name one of them, as key=value.
+// labelBinding lists what of the run and the task no platform label value
+// names, and the platform labels that name the run, the target or the task,
+// as key=value.
 func labelBinding(labels map[string]string, runID, target, task string) (missing, binding []string) {
-	want := []struct{ what, value string }{{"run", runID}, {"target", target}, {"task", task}}
+	want := []struct {
+		what, value string
+		required    bool
+	}{{"run", runID, true}, {"target", target, false}, {"task", task, true}}
 	found := make([]bool, len(want))
 	for k, val := range labels {
 		if strings.HasPrefix(k, "sandcheck.") {
@@ -71,7 +77,7 @@ func labelBinding(labels map[string]string, runID, target, task string) (missing
 	}
 	sort.Strings(binding)
 	for i, w := range want {
-		if !found[i] {
+		if w.required && !found[i] {
 			missing = append(missing, w.what)
 		}
 	}
