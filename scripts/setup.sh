@@ -72,6 +72,10 @@ EOF
 
 has_systemd() { [[ -d /run/systemd/system ]]; }
 
+# has_docker_engine: dockerd and the docker CLI are installed, by whatever
+# package.
+has_docker_engine() { command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; }
+
 # packages_for OS_ID [PURPOSE] prints the packages setup installs on that
 # system for PURPOSE (run, or test: the default), one a line.
 packages_for() {
@@ -108,6 +112,11 @@ ensure_packages() {
 	local os_id=${1:-debian} purpose=${2:-test} missing=() pkg status wanted
 	mapfile -t wanted < <(packages_for "$os_id" "$purpose")
 	for pkg in "${wanted[@]}"; do
+		# A Docker engine from any package (docker-ce on GitHub's Ubuntu
+		# runners, moby-engine) is used as it is: docker.io would conflict.
+		if [[ $pkg == docker.io ]] && has_docker_engine; then
+			continue
+		fi
 		status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
 		[[ $status == installed ]] || missing+=("$pkg")
 	done

@@ -154,6 +154,21 @@ out=$(PATH=$tmp/bin-apt:$PATH installable docker.io runsc nosuch bubblewrap 2>"$
 grep -q "gvisor.dev" "$tmp/warn" || fail "installable did not say how to get runsc: $(cat "$tmp/warn")"
 grep -q "no nosuch package" "$tmp/warn" || fail "installable did not warn about nosuch: $(cat "$tmp/warn")"
 
+# A Docker engine from another package (docker-ce, as GitHub's Ubuntu
+# runners have) is kept: docker.io is not installed over it. Fakes: every
+# other package installed, dockerd and docker on PATH, apt-get recording.
+mkdir -p "$tmp/bin-ce"
+printf '#!/bin/sh\ncase "$*" in *docker.io*) echo not-installed ;; *) echo installed ;; esac\n' >"$tmp/bin-ce/dpkg-query"
+printf '#!/bin/sh\necho "$@" >>"%s"\n' "$tmp/apt.log" >"$tmp/bin-ce/apt-get"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/bin-ce/dockerd"
+cp "$tmp/bin-ce/dockerd" "$tmp/bin-ce/docker"
+chmod +x "$tmp/bin-ce"/*
+(PATH="$tmp/bin-ce:$PATH" ensure_packages ubuntu run) || fail "ensure_packages with docker-ce failed"
+[[ ! -s $tmp/apt.log ]] || fail "docker.io installed over another package's engine: apt-get $(cat "$tmp/apt.log")"
+mkdir -p "$tmp/bin-none"
+(PATH="$tmp/bin-none" has_docker_engine) && fail "has_docker_engine found an engine on an empty PATH"
+(PATH="$tmp/bin-ce" has_docker_engine) || fail "has_docker_engine missed dockerd and docker on PATH"
+
 # On a machine setup has prepared, a second run does nothing and says nothing.
 if [[ $EUID == 0 && $(. /etc/os-release && echo "$ID") == debian ]] && docker_answers; then
 	out=$(bash "$here/setup.sh" 2>&1)
