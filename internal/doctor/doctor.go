@@ -102,3 +102,42 @@ func (s system) info(ctx context.Context) (engineInfo, error) {
 	defer cancel()
 	return s.engine.Info(ctx)
 }
+
+// Needs says which of the machine's optional parts one target's run uses:
+// its runner, and for the docker runner its OCI runtime and image.
+type Needs struct {
+	Runner  string // "docker", "bwrap", "process", …
+	Runtime string // the docker target's runtime ("runc" when empty)
+	Image   string // the docker target's image
+}
+
+// ForTarget narrows checks to what one target's run needs: a gap in a part
+// the target does not use (runsc for a runc target, bubblewrap for a Docker
+// target, the runner image for a target naming another image) becomes a
+// warning naming the target, so doctor fails exactly where the run would.
+func ForTarget(checks []Check, name string, n Needs) []Check {
+	runtime := n.Runtime
+	if runtime == "" {
+		runtime = "runc"
+	}
+	used := func(check string) bool {
+		switch check {
+		case "runtime-runc", "runtime-runsc":
+			return n.Runner == "docker" && check == "runtime-"+runtime
+		case "bubblewrap":
+			return n.Runner == "bwrap"
+		case "runner-image":
+			return n.Runner == "docker" && n.Image == RunnerImage
+		}
+		return true
+	}
+	out := make([]Check, 0, len(checks))
+	for _, c := range checks {
+		if c.Status == Missing && !used(c.Name) {
+			c.Status = Warn
+			c.Detail += " (not needed by target " + name + ")"
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -345,3 +345,36 @@ func TestRunOnThisMachine(t *testing.T) {
 		t.Logf("%-8s %-18s %s", c.Status, c.Name, c.Detail)
 	}
 }
+
+// TestForTarget: a runc target does not need runsc or bubblewrap, a bwrap
+// target does not need the runner image or any OCI runtime, and a gap in
+// what a target does use stays missing.
+func TestForTarget(t *testing.T) {
+	all := []Check{
+		{Name: "docker-engine", Status: OK}, {Name: "runtime-runc", Status: OK},
+		{Name: "runtime-runsc", Status: Missing}, {Name: "bubblewrap", Status: Missing},
+		{Name: "root", Status: OK}, {Name: "runner-image", Status: Missing},
+	}
+	status := func(cs []Check) map[string]Status {
+		m := map[string]Status{}
+		for _, c := range cs {
+			m[c.Name] = c.Status
+		}
+		return m
+	}
+	runc := status(ForTarget(all, "t", Needs{Runner: "docker", Image: RunnerImage}))
+	if runc["runtime-runsc"] != Warn || runc["bubblewrap"] != Warn || runc["runner-image"] != Missing {
+		t.Errorf("runc target: %v", runc)
+	}
+	gv := status(ForTarget(all, "t", Needs{Runner: "docker", Runtime: "runsc", Image: "example.test/img:1"}))
+	if gv["runtime-runsc"] != Missing || gv["runner-image"] != Warn {
+		t.Errorf("gVisor target with its own image: %v", gv)
+	}
+	bw := status(ForTarget(all, "t", Needs{Runner: "bwrap"}))
+	if bw["bubblewrap"] != Missing || bw["runtime-runsc"] != Warn || bw["runner-image"] != Warn {
+		t.Errorf("bwrap target: %v", bw)
+	}
+	if c := ForTarget(all, "weak", Needs{Runner: "bwrap"})[2]; c.Detail != " (not needed by target weak)" {
+		t.Errorf("a downgraded check does not name the target: %+v", c)
+	}
+}
