@@ -26,6 +26,10 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 			items = append(items, obs(e, h, o)...)
 		}
 	}
+	// A syscall probe's "not applicable" is held to the kernel's own table.
+	if it, ok := syscallTableFact(spec, self, builtInSyscalls()); ok {
+		items = append(items, it)
+	}
 	// A sandbox the CPU watchdog killed stopped whatever probe it ran: the
 	// host says so for every probe, not only the one that declares it.
 	if !slices.Contains(spec.Host, "cpu-budget") {

@@ -28,6 +28,9 @@ const (
 	// SourceInputs is the host's check of the inputs folder it planted
 	// (what a task proved it read, whether the folder changed).
 	SourceInputs = "inputs"
+	// SourceKernel is the running host kernel's own tables (its syscall
+	// table in /proc/kallsyms), read by the harness.
+	SourceKernel = "kernel"
 )
 
 // Record is one run.

@@ -164,18 +164,25 @@ func TestGradeTable(t *testing.T) {
 		pass:   true,
 		status: map[string]string{"hardened-runtime": evidence.StatusPass},
 	}, {
-		name: "not applicable is ignored",
+		name: "host-confirmed not applicable is ignored",
 		edit: func(rec *evidence.Record) {
-			result(rec, "resources.memory").Outcome = probes.NotApplicable
+			notApplicable(result(rec, "resources.memory"))
 		},
 		pass:   true,
 		status: map[string]string{"bounded-resources": evidence.StatusPass},
 		reason: map[string]string{"bounded-resources": "probe resources.memory not applicable: stopped"},
 	}, {
-		name: "only not applicable rests on the runtime view",
+		name: "self-reported not applicable is unconfirmed",
 		edit: func(rec *evidence.Record) {
 			result(rec, "resources.memory").Outcome = probes.NotApplicable
-			result(rec, "resources.fork-bomb").Outcome = probes.NotApplicable
+		},
+		status: map[string]string{"bounded-resources": evidence.StatusUnconfirmed},
+		reason: map[string]string{"bounded-resources": "probe resources.memory reported not-applicable but profile " + testProfile + " expects blocked and no host fact confirms it: self-reported: stopped"},
+	}, {
+		name: "only not applicable rests on the runtime view",
+		edit: func(rec *evidence.Record) {
+			notApplicable(result(rec, "resources.memory"))
+			notApplicable(result(rec, "resources.fork-bomb"))
 		},
 		pass:   true,
 		status: map[string]string{"bounded-resources": evidence.StatusPass},
@@ -186,7 +193,7 @@ func TestGradeTable(t *testing.T) {
 			// holds for it now.
 			for i := range rec.Results {
 				if rec.Results[i].Criterion == "bounded-resources" {
-					rec.Results[i].Outcome = probes.NotApplicable
+					notApplicable(&rec.Results[i])
 				}
 			}
 			rec.Sandboxes = nil
@@ -382,4 +389,12 @@ func BenchmarkGrade(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// notApplicable makes r a not-applicable result that a host fact confirms
+// (as the kernel's syscall table does for a syscall it lacks).
+func notApplicable(r *evidence.Result) {
+	r.Outcome = probes.NotApplicable
+	r.Evidence = append(r.Evidence, evidence.Item{Source: evidence.SourceKernel, Kind: "kernel-syscall-table",
+		Summary: "absent", Indicates: probes.NotApplicable})
 }

@@ -228,6 +228,36 @@ unconfirmed_not_tested contains finding(c, r.probe, msg) if {
 	msg := sprintf("probe %s was not tested: %s", [r.probe, detail(r)])
 }
 
+# A probe's own "not applicable" decides nothing where the catalog expects
+# the attempt to be made (blocked, or a workload through): the box controls the probe's output, and "io_uring
+# is not built into this kernel" would otherwise hide a seccomp profile that
+# lets io_uring through. Only a host fact confirms it: an item of the host's
+# saying not-applicable (the kernel's syscall table lacks the syscall), or
+# the harness's own record that the target declares no inputs or output
+# folder.
+host_not_applicable(r) if {
+	some i in evidence(r)
+	i.source != "probe"
+	i.indicates == "not-applicable"
+}
+
+host_not_applicable(r) if {
+	some i in evidence(r)
+	i.source in {"inputs", "output"}
+	i.kind in {"inputs-undeclared", "output-undeclared"}
+}
+
+unconfirmed_not_applicable contains finding(c, r.probe, msg) if {
+	some g in graded
+	g.effective == "not-applicable"
+	g.expected != "not-applicable"
+	r := g.result
+	catalog_expected(r) != "not-applicable"
+	not host_not_applicable(r)
+	some c in g.criteria
+	msg := sprintf("probe %s reported not-applicable but profile %s expects %s and no host fact confirms it: self-reported: %s", [r.probe, profile_name, g.expected, detail(r)])
+}
+
 # The probe claims success but the host saw it stopped and nothing on the
 # host confirms the escape: neither side can be taken as settled.
 unconfirmed_disputed contains finding(c, r.probe, msg) if {

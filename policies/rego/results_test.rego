@@ -271,15 +271,39 @@ test_null_results_is_not_tested if {
 	grade_of(v, "usability").status == "not-tested"
 }
 
-test_not_applicable_is_ignored if {
+# A probe's own not-applicable where the catalog expects blocked is never
+# held: the box writes the probe's output (issue 28: "io_uring is not built
+# into this kernel" passed a target whose seccomp let io_uring through).
+test_self_reported_not_applicable_is_unconfirmed if {
 	rs := replace(hardened, 2, res("syscalls.bpf", "not-applicable"))
+	v := verdict(rs)
+	g := grade_of(v, "hardened-runtime")
+	g.status == "unconfirmed"
+	not v.pass
+	some m in g.reasons
+	startswith(m, "probe syscalls.bpf reported not-applicable but profile")
+}
+
+# A host fact saying not-applicable (the kernel's syscall table lacks the
+# syscall) confirms it; the result is then ignored.
+host_na(r) := object.union(r, {"evidence": array.concat(r.evidence, [{"source": "kernel", "kind": "kernel-syscall-table", "summary": "no bpf", "indicates": "not-applicable"}])})
+
+test_host_confirmed_not_applicable_is_ignored if {
+	rs := replace(hardened, 2, host_na(res("syscalls.bpf", "not-applicable")))
 	g := grade_of(verdict(rs), "hardened-runtime")
 	g.status == "pass"
 	"probe syscalls.bpf not applicable: d" in g.reasons
 }
 
+# The probe's own evidence saying not-applicable confirms nothing.
+test_probe_items_do_not_confirm_not_applicable if {
+	r := res("syscalls.bpf", "not-applicable")
+	forged := object.union(r, {"evidence": [{"source": "probe", "kind": "x", "summary": "s", "indicates": "not-applicable"}]})
+	grade_of(verdict(replace(hardened, 2, forged)), "hardened-runtime").status == "unconfirmed"
+}
+
 test_only_not_applicable_rests_on_the_view if {
-	rs := replace(hardened, 0, res("metadata.aws-imdsv1", "not-applicable"))
+	rs := replace(hardened, 0, host_na(res("metadata.aws-imdsv1", "not-applicable")))
 	g := grade_of(verdict(rs), "no-ambient-cloud-identity")
 	g == {"id": "no-ambient-cloud-identity", "status": "pass", "reasons": [
 		"sandbox shared has no credential-shaped environment variables (runtime view)",
