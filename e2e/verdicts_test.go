@@ -173,6 +173,36 @@ func shimsOf(id string) []string {
 // "the kernel saw no io_uring_setup call" confirmed it: exit 0, every
 // criterion passing. Now the criterion is unconfirmed and the run fails.
 func TestLyingProbeCannotConfirmBlockedSyscalls(t *testing.T) {
+	target := ioUringTarget(t)
+	liar := forgeBinary(t, "blocked")
+	r := sandcheck(t, "run", "--target", target, "--quiet", "--probe-binary", liar, "--probes", "syscalls.io-uring-setup")
+	rec := r.mustRecord(t)
+	if rec.Tracer == nil || rec.Tracer.Status != "on" {
+		t.Fatalf("the tracer is not on (%+v): the test needs the kernel's view", rec.Tracer)
+	}
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("a lying probe gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
+	}
+	var reasons string
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "hardened-runtime" {
+			reasons = strings.Join(c.Reasons, "\n")
+			if c.Status != "unconfirmed" && c.Status != "fail" {
+				t.Errorf("hardened-runtime is %s", c.Status)
+			}
+		}
+	}
+	if !strings.Contains(reasons, "never saw the call refused") || !strings.Contains(reasons, "syscalls.io-uring-setup") {
+		t.Errorf("the verdict does not say the kernel never saw the call refused:\n%s", reasons)
+	}
+}
+
+// ioUringTarget writes the hardened reference with a seccomp profile that
+// lets io_uring through (as Docker 20.10's built-in default did), launched
+// as exec, and returns its path: the honest probe fails it on
+// syscalls.io-uring-setup.
+func ioUringTarget(t *testing.T) string {
+	t.Helper()
 	binDir(t)
 	dir, err := filepath.Abs("../fixtures/targets")
 	if err != nil {
@@ -204,26 +234,5 @@ func TestLyingProbeCannotConfirmBlockedSyscalls(t *testing.T) {
 	if err := os.WriteFile(target, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	liar := forgeBinary(t, "blocked")
-	r := sandcheck(t, "run", "--target", target, "--quiet", "--probe-binary", liar, "--probes", "syscalls.io-uring-setup")
-	rec := r.mustRecord(t)
-	if rec.Tracer == nil || rec.Tracer.Status != "on" {
-		t.Fatalf("the tracer is not on (%+v): the test needs the kernel's view", rec.Tracer)
-	}
-	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
-		t.Fatalf("a lying probe gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
-	}
-	var reasons string
-	for _, c := range rec.Verdict.Criteria {
-		if c.ID == "hardened-runtime" {
-			reasons = strings.Join(c.Reasons, "\n")
-			if c.Status != "unconfirmed" && c.Status != "fail" {
-				t.Errorf("hardened-runtime is %s", c.Status)
-			}
-		}
-	}
-	if !strings.Contains(reasons, "never saw the call refused") || !strings.Contains(reasons, "syscalls.io-uring-setup") {
-		t.Errorf("the verdict does not say the kernel never saw the call refused:\n%s", reasons)
-	}
+	return target
 }

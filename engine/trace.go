@@ -217,6 +217,9 @@ func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canar
 		}
 		items = append(items, it)
 	}
+	if it, ok := selfFilter(tree); ok {
+		items = append(items, it)
+	}
 	var notable []string
 	for _, ev := range tree.Events {
 		if ev.Kind != tracer.KindSyscall {
@@ -277,4 +280,38 @@ func (e *Engine) canaryIPs() []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// Arguments that install a seccomp filter: seccomp(SECCOMP_SET_MODE_FILTER)
+// and prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER or _STRICT).
+const (
+	seccompSetModeFilter = 1
+	prSetSeccomp         = 22
+)
+
+// selfFilter is the host's evidence that the probe's own processes
+// installed a seccomp filter, which the honest probe never does: the
+// sandbox's filter is installed by the runtime before the probe starts, so
+// a filter the box sets on itself makes every refusal after it the box's
+// own, and the probe's "blocked" a forgery. It indicates escaped (the
+// probe's claim is tampered with, and the host outranks it).
+func selfFilter(tree *tracer.Tree) (evidence.Item, bool) {
+	var calls []string
+	for _, ev := range tree.Events {
+		if ev.Kind != tracer.KindSyscall || ev.Ret != 0 {
+			continue
+		}
+		switch {
+		case ev.Syscall == "seccomp" && ev.Args[0] == seccompSetModeFilter:
+			calls = append(calls, "seccomp(SECCOMP_SET_MODE_FILTER)"+times(ev))
+		case ev.Syscall == "prctl" && ev.Args[0] == prSetSeccomp:
+			calls = append(calls, "prctl(PR_SET_SECCOMP)"+times(ev))
+		}
+	}
+	if len(calls) == 0 {
+		return evidence.Item{}, false
+	}
+	return evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-self-seccomp", Indicates: probes.Escaped,
+		Summary: "the probe's own processes installed a seccomp filter (" + strings.Join(calls, ", ") +
+			"): refusals after it are the box's own, not the sandbox's; the probe's result is tampered with"}, true
 }

@@ -34,8 +34,12 @@ var DefaultSensitivePrefixes = []string{
 // argSyscalls are the syscalls whose calls become events with their
 // arguments: opens (kept only when the path has a sensitive prefix),
 // connections and sends with a destination, and the calls that change
-// identity, namespaces, mounts or the kernel. All are below argSyscallMax.
+// identity, namespaces, mounts or the kernel, and those that install a
+// seccomp filter (seccomp, and prctl whose option says which): a box that
+// filters itself must not pass off its own refusals as the sandbox's. All are
+// below argSyscallMax.
 var argSyscalls = []int{
+	unix.SYS_SECCOMP, unix.SYS_PRCTL,
 	unix.SYS_OPEN, unix.SYS_OPENAT, unix.SYS_OPENAT2,
 	unix.SYS_CONNECT, unix.SYS_SENDTO, unix.SYS_SENDMSG,
 	unix.SYS_PTRACE,

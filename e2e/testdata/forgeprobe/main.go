@@ -1,7 +1,10 @@
 // Command forgeprobe is a hostile stand-in for sandcheck-probe, used only by
 // the end-to-end tests: it lies about every probe (mode "blocked"), floods
 // its output ("flood"), reports more than it was asked ("extra") or prints
-// garbage ("garbage"), or never gets ready ("hang"). The mode is fixed at build time with
+// garbage ("garbage"), or never gets ready ("hang"); says "not-applicable"
+// for everything ("na"); or installs its own seccomp filter refusing
+// io_uring_setup, through seccomp() or prctl(PR_SET_SECCOMP), makes the call
+// and reports the refusal ("selfseccomp", "selfseccomp-prctl"). The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
 // sandbox.
 package main
@@ -45,6 +48,13 @@ func main() {
 			fmt.Printf(`{"probe":"privilege.root-uid","outcome":"blocked"}` + "\n")
 		case "garbage":
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","trust_me":true}`+"\n", id)
+		case "na":
+			fmt.Printf(`{"probe":%q,"outcome":"not-applicable","detail":"io_uring is not built into this kernel"}`+"\n", id)
+		case "selfseccomp", "selfseccomp-prctl":
+			// Filter itself, then make the call for real: the kernel
+			// refuses it, but by the box's own filter.
+			errno := selfFilterIOUring(forgeMode == "selfseccomp-prctl")
+			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"io_uring_setup was refused with %s before reaching the kernel code"}`+"\n", id, errno)
 		default:
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", id)
 		}

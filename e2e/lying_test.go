@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLyingProbesCannotPassIOUring runs lying probe binaries against the
+// hardened reference with a seccomp profile that lets io_uring through
+// (which the honest probe fails): one says "io_uring is not built into this
+// kernel" (not-applicable), two install a seccomp filter of their own
+// (through seccomp() and through prctl) so that the kernel really refuses
+// their io_uring_setup, and report that refusal. On the landed main before
+// issue 28 the first and the seccomp() variant exited 0 with every
+// criterion passed. None may exit 0; each verdict must say why.
+func TestLyingProbesCannotPassIOUring(t *testing.T) {
+	target := ioUringTarget(t)
+	for _, tt := range []struct{ mode, want string }{
+		{"na", "probe syscalls.io-uring-setup reported not-applicable but"},
+		{"selfseccomp", "installed a seccomp filter (seccomp(SECCOMP_SET_MODE_FILTER)"},
+		{"selfseccomp-prctl", "installed a seccomp filter (prctl(PR_SET_SECCOMP)"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			liar := forgeBinary(t, tt.mode)
+			r := sandcheck(t, "run", "--target", target, "--quiet", "--probe-binary", liar, "--probes", "syscalls.io-uring-setup")
+			rec := r.mustRecord(t)
+			if r.code == 0 || rec.Verdict == nil || rec.Verdict.Pass {
+				t.Fatalf("the %s liar gave exit %d, verdict %+v; want a failing verdict", tt.mode, r.code, rec.Verdict)
+			}
+			var all []string
+			for _, c := range rec.Verdict.Criteria {
+				all = append(all, c.Reasons...)
+			}
+			if joined := strings.Join(all, "\n"); !strings.Contains(joined, tt.want) {
+				t.Errorf("the %s liar's verdict does not say %q:\n%s", tt.mode, tt.want, joined)
+			}
+		})
+	}
+}
+
+// TestNotApplicableEverywhereCannotHide: a probe answering not-applicable
+// for every probe on the weak reference fails, and every probe the catalog
+// expects to be tried that no host fact excuses is named.
+func TestNotApplicableEverywhereCannotHide(t *testing.T) {
+	binDir(t)
+	liar := forgeBinary(t, "na")
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
+		"--label-filter", "privilege || syscalls || resources")
+	rec := r.mustRecord(t)
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("not-applicable everywhere gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
+	}
+	named := 0
+	for _, c := range rec.Verdict.Criteria {
+		for _, m := range c.Reasons {
+			if strings.Contains(m, "reported not-applicable but") {
+				named++
+			}
+		}
+	}
+	if named < 20 {
+		t.Errorf("only %d results are named unconfirmed not-applicable; want every expected-blocked probe without a host fact", named)
+	}
+	t.Logf("%d results unconfirmed not-applicable", named)
+}
