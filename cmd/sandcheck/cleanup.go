@@ -41,6 +41,7 @@ be removed.`,
 			return nil
 		},
 	}
+	c.AddCommand(reapCmd())
 	c.Flags().DurationVar(&opts.LockWait, "lock-wait", 5*time.Second, "how long to wait for a live run's harness lock before leaving its network alone")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not list what was kept")
 	return c
