@@ -100,8 +100,12 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 		t.Errorf("at %s the run had no sandbox or no harness bridge yet: the kill tested less than it should\n%s", delay, se.String())
 	}
 	var left []string
+	var thingsGone time.Duration // when only the reaper itself was left
 	for {
 		left = k.leftovers(t)
+		if thingsGone == 0 && (len(left) == 0 || len(left) == 1 && strings.HasPrefix(left[0], "reaper process ")) {
+			thingsGone = time.Since(killed)
+		}
 		if len(left) == 0 || time.Since(killed) > reapWithin {
 			break
 		}
@@ -112,7 +116,7 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 			strings.Join(left, "\n  "), readSmall(filepath.Join(out, "reaper.log")))
 		return false
 	}
-	t.Logf("nothing of run %s left %.1fs after the kill at %s", k.runID, time.Since(killed).Seconds(), delay)
+	t.Logf("kill at %s: the run's things were gone %.1fs after it, its reaper %.1fs after it", delay, thingsGone.Seconds(), time.Since(killed).Seconds())
 	return false
 }
 
