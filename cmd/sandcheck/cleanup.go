@@ -21,8 +21,11 @@ deadline passed (with their runtime processes), objects a teardown probe made
 for such runs, run folders no live process holds (with their honey
 credentials, mounts and loop devices), and harness networks, bridges and
 iptables/ip6tables rules no live run holds. A live run's things are left
-alone. Every run does the same when it starts. Exit 2 when something could not
-be removed.`,
+alone. Every run does the same when it starts, and a run's own reaper does it
+for that run alone the moment the run's process dies; cleanup is for what
+nobody reaped (a reaper killed too, a reboot). It is safe to run at any time,
+from a systemd timer or as a CI job's last step (docs/usage.md). Exit 2 when
+something could not be removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			removed, kept, err := docker.Sweep(cmd.Context(), opts)
@@ -41,6 +44,7 @@ be removed.`,
 			return nil
 		},
 	}
+	c.AddCommand(reapCmd())
 	c.Flags().DurationVar(&opts.LockWait, "lock-wait", 5*time.Second, "how long to wait for a live run's harness lock before leaving its network alone")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not list what was kept")
 	return c

@@ -108,6 +108,13 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if err := preflight(ctx, cmd.ErrOrStderr(), cfg, tg); err != nil {
 				return err
 			}
+			// From here on the run makes things on the host: its reaper
+			// removes them if this process dies before it does (reaper.go).
+			if rp, err := startReaper(cfg.OutDir, timeout); err != nil {
+				cfg.Logger.Warn("no reaper: if this run is killed, what it made stays until `sandcheck cleanup` or the next run", "err", err)
+			} else {
+				defer rp.end()
+			}
 			if pools := tg.PoolNames(); len(pools) > 1 {
 				// A fleet: one run per node pool, all at once.
 				return runFleet(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, pools, failWarn, quiet)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/owner"
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/probes"
 )
@@ -38,49 +37,17 @@ func ownerLabels(maxLife time.Duration) map[string]string {
 }
 
 // selfOwner is this process's owner string.
-func selfOwner() string {
-	pid := os.Getpid()
-	return fmt.Sprintf("%s/%d/%s", bootID(), pid, startTicks(pid))
-}
+func selfOwner() string { return owner.Self() }
 
-func bootID() string {
-	return strings.TrimSpace(string(readBounded("/proc/sys/kernel/random/boot_id", 64)))
-}
+// SelfOwner is this process's owner string, as LabelOwner and a run
+// folder's owner file name it: what a reaper watching this process sweeps.
+func SelfOwner() string { return owner.Self() }
 
-// startTicks is field 22 of /proc/PID/stat, the process's start time since
-// boot, or "" when the process is gone.
-func startTicks(pid int) string {
-	b := readBounded(fmt.Sprintf("/proc/%d/stat", pid), 4096)
-	// The command name (field 2) may hold spaces and parentheses: count from
-	// the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
+func bootID() string { return owner.BootID() }
 
 // ownerAlive reports whether an owner string names a live process on this
-// boot. known is false when the owner cannot be judged from here (another
-// machine's engine, or another boot: then it is certainly dead).
-func ownerAlive(owner string) (alive, known bool) {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 {
-		return false, false
-	}
-	if parts[0] != bootID() {
-		return false, true // a previous boot's process is gone
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 {
-		return false, false
-	}
-	return startTicks(pid) == parts[2], true
-}
+// boot (owner.Alive).
+func ownerAlive(o string) (alive, known bool) { return owner.Alive(o) }
 
 // SweepOptions tunes Sweep.
 type SweepOptions struct {
@@ -97,6 +64,24 @@ type SweepOptions struct {
 	// before owners were recorded) must be to be swept; default
 	// DefaultMaxLifetime, past which its holder has exited anyway.
 	Unowned time.Duration
+	// Owner, if set, confines the sweep to the things of one harness
+	// process (an owner string, SelfOwner): its sandboxes (LabelOwner), the
+	// teardown objects of their runs, and its run folders (owner file);
+	// nothing of any other run is looked at. The harness network sweep is
+	// the same either way: a harness network exists only while its run
+	// holds the harness lock, so once the sweep holds it, every harness
+	// network left is a dead run's, and the one dead run whose network can
+	// be there is the run that held the lock last. A reaper sweeps its own
+	// run's things this way once that run's process has died.
+	Owner string
+	// Runs, if not nil, carries what a sweep learnt to the next: each
+	// sweep records the runs (sandcheck.run) whose sandboxes it saw, true
+	// while one of them is live, and sweeps the teardown objects of the
+	// runs already in it found dead, even when none of their sandboxes is
+	// left. A reaper sweeping again passes the same map, for objects that
+	// appear after the first sweep (an engine request still in flight when
+	// the run died).
+	Runs map[string]bool
 }
 
 // Sweep removes what runs that died left behind, found by the harness's own
@@ -116,15 +101,24 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 	}
 	c, err := engine(ctx)
 	if err != nil {
-		return nil, nil, err
+		// The run folders are the host's, not the engine's: a run of
+		// another runner leaves its honey credentials there too.
+		r, k, derr := sweepRunDirs(opts.RunDirs, opts.Owner)
+		return r, k, errors.Join(err, derr)
 	}
 	var errs []error
 	runs, r, k, err := sweepSandboxes(ctx, c, opts)
 	removed, kept = append(removed, r...), append(kept, k...)
 	errs = append(errs, err)
-	r, err = sweepTeardownObjects(ctx, c, runs)
+	if opts.Runs != nil {
+		for run, live := range runs {
+			opts.Runs[run] = live
+		}
+		runs = opts.Runs
+	}
+	r, err = sweepTeardownObjects(ctx, c, runs, opts.Owner != "")
 	removed, errs = append(removed, r...), append(errs, err)
-	r, k, err = sweepRunDirs(opts.RunDirs)
+	r, k, err = sweepRunDirs(opts.RunDirs, opts.Owner)
 	removed, kept = append(removed, r...), append(kept, k...)
 	errs = append(errs, err)
 	lctx, cancel := context.WithTimeout(ctx, opts.LockWait)
@@ -154,6 +148,9 @@ func sweepSandboxes(ctx context.Context, c client.APIClient, opts SweepOptions) 
 	var removed, kept []string
 	var errs []error
 	for _, ctr := range res.Items {
+		if opts.Owner != "" && ctr.Labels[LabelOwner] != opts.Owner {
+			continue // another run's: not this sweep's to judge
+		}
 		why := deadReason(ctr.Labels, time.Unix(ctr.Created, 0), opts.Unowned)
 		what := fmt.Sprintf("sandbox %s (%s, run %s)", shortID(ctr.ID), strings.Join(ctr.Names, ","), ctr.Labels[probes.LabelRun])
 		run := ctr.Labels[probes.LabelRun]
@@ -207,13 +204,14 @@ func deadReason(labels map[string]string, created time.Time, unowned time.Durati
 // sweepTeardownObjects removes containers, volumes and networks a teardown
 // probe made through the engine (probes.LabelTeardownToken): at once for a
 // run whose sandboxes this sweep found dead (runs[run] is false), and for a
-// run it did not see once they are older than a probe's lifetime; never for
-// a run with live sandboxes.
-func sweepTeardownObjects(ctx context.Context, c client.APIClient, runs map[string]bool) ([]string, error) {
+// run it did not see once they are older than a probe's lifetime (unless
+// onlySeen: a sweep confined to one owner's runs); never for a run with live
+// sandboxes.
+func sweepTeardownObjects(ctx context.Context, c client.APIClient, runs map[string]bool, onlySeen bool) ([]string, error) {
 	const minAge = 10 * time.Minute
 	keep := func(run string, created time.Time) bool {
 		live, seen := runs[run]
-		return live || (!seen && time.Since(created) < minAge)
+		return live || (!seen && (onlySeen || time.Since(created) < minAge))
 	}
 	f := make(client.Filters).Add("label", probes.LabelTeardownToken)
 	var removed []string

@@ -33,7 +33,9 @@ func MarkRunDir(dir string) error {
 // holds something in it (an open file, its working folder, or a bound unix
 // socket such as the engine's agent socket). Before removing one it unmounts
 // what is mounted under it and detaches loop devices backed by its files.
-func sweepRunDirs(glob string) (removed, kept []string, err error) {
+// With only set, it looks at nothing but the folders whose owner file names
+// that owner.
+func sweepRunDirs(glob, only string) (removed, kept []string, err error) {
 	if glob == "" {
 		glob = filepath.Join(os.TempDir(), RunDirPattern)
 	}
@@ -44,12 +46,18 @@ func sweepRunDirs(glob string) (removed, kept []string, err error) {
 	if len(dirs) == 0 {
 		return nil, nil, nil
 	}
-	held := heldPaths()
+	var held []string
+	if only == "" {
+		held = heldPaths() // costly (every process's descriptors): only for folders without an owner
+	}
 	var errs []error
 	for _, dir := range dirs {
 		fi, err := os.Lstat(dir)
 		if err != nil || !fi.IsDir() {
 			continue
+		}
+		if only != "" && dirOwner(dir) != only {
+			continue // another run's, or not yet marked: not this sweep's
 		}
 		if live, why := runDirLive(dir, held, fi.ModTime()); live {
 			kept = append(kept, "run folder "+dir+": "+why)
@@ -80,8 +88,7 @@ func sweepRunDirs(glob string) (removed, kept []string, err error) {
 
 // runDirLive says whether a run folder's run may be live, and why.
 func runDirLive(dir string, held []string, modified time.Time) (bool, string) {
-	if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil {
-		owner := strings.TrimSpace(string(b))
+	if owner := dirOwner(dir); owner != "" {
 		if alive, known := ownerAlive(owner); alive || !known {
 			return true, "its owner " + owner + " is live"
 		}
@@ -98,6 +105,11 @@ func runDirLive(dir string, held []string, modified time.Time) (bool, string) {
 		return true, fmt.Sprintf("changed %s ago, too recently to judge", age.Round(time.Second))
 	}
 	return false, ""
+}
+
+// dirOwner is the owner a run folder's owner file names, "" without one.
+func dirOwner(dir string) string {
+	return strings.TrimSpace(string(readBounded(filepath.Join(dir, ownerFile), 256)))
 }
 
 // youngRunDir is how recently changed a run folder without an owner file

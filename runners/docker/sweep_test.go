@@ -92,7 +92,7 @@ func TestSweepRunDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	removed, kept, err := sweepRunDirs(filepath.Join(base, RunDirPattern))
+	removed, kept, err := sweepRunDirs(filepath.Join(base, RunDirPattern), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +108,45 @@ func TestSweepRunDirs(t *testing.T) {
 	}
 	if len(removed) != 2 || len(kept) != 3 {
 		t.Errorf("removed %q kept %q", removed, kept)
+	}
+}
+
+// TestSweepRunDirsOfOneOwner: a sweep confined to one owner (a reaper's)
+// removes that dead owner's folder and looks at nothing else: not another
+// dead owner's, not one without an owner file that no process holds.
+func TestSweepRunDirsOfOneOwner(t *testing.T) {
+	base := t.TempDir()
+	old := time.Now().Add(-time.Minute)
+	mk := func(name, owner string) string {
+		d := filepath.Join(base, "sandcheck-run-"+name)
+		if err := os.MkdirAll(filepath.Join(d, "home"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(owner+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	mine, theirs := bootID()+"/999999999/1", bootID()+"/999999998/1"
+	ours, other, loose := mk("ours", mine), mk("other", theirs), mk("loose", "")
+	removed, kept, err := sweepRunDirs(filepath.Join(base, RunDirPattern), mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ours); err == nil {
+		t.Errorf("the owner's dead folder %s kept (removed %q, kept %q)", ours, removed, kept)
+	}
+	for _, d := range []string{other, loose} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("folder %s, not the owner's, removed: %v", d, err)
+		}
+	}
+	if len(removed) != 1 || len(kept) != 0 {
+		t.Errorf("removed %q kept %q, want one removed and the others not looked at", removed, kept)
 	}
 }

@@ -1,0 +1,82 @@
+// Package owner names the harness process that owns a run's things on the
+// host (sandboxes, run folders) so that whoever sweeps later can tell a live
+// run's things from a dead one's without asking the run. An owner is
+// "<boot id>/<pid>/<start time in clock ticks>": the start time guards
+// against a reused pid, the boot id against a previous boot's pids.
+package owner
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Self is this process's owner string.
+func Self() string {
+	pid := os.Getpid()
+	return fmt.Sprintf("%s/%d/%s", BootID(), pid, startTicks(pid))
+}
+
+// BootID is this boot's id (/proc/sys/kernel/random/boot_id).
+func BootID() string {
+	return strings.TrimSpace(string(readBounded("/proc/sys/kernel/random/boot_id", 64)))
+}
+
+// Alive reports whether an owner string names a live process on this boot.
+// known is false when the owner cannot be judged from here (a malformed
+// string, or one written on another machine); another boot's process is
+// known dead. A process that has exited but not yet been reaped by its
+// parent (a zombie, or one still closing its files) is dead: it holds
+// nothing and will do nothing more.
+func Alive(owner string) (alive, known bool) {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 {
+		return false, false
+	}
+	if parts[0] != BootID() {
+		return false, true
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 {
+		return false, false
+	}
+	state, ticks := stat(pid)
+	return ticks != "" && ticks == parts[2] && state != "Z" && state != "X", true
+}
+
+// startTicks is field 22 of /proc/PID/stat, the process's start time since
+// boot, or "" when the process is gone.
+func startTicks(pid int) string {
+	_, t := stat(pid)
+	return t
+}
+
+// stat reads fields 3 (state) and 22 (start time) of /proc/PID/stat; both
+// are "" when the process is gone.
+func stat(pid int) (state, ticks string) {
+	b := readBounded(fmt.Sprintf("/proc/%d/stat", pid), 4096)
+	// The command name (field 2) may hold spaces and parentheses: count from
+	// the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return "", ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return "", ""
+	}
+	return f[0], f[19]
+}
+
+// readBounded reads at most n bytes of a file; nil when it cannot be read.
+func readBounded(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return b
+}
