@@ -171,7 +171,7 @@ waivers:
     owner: sec@example.com
     reason: pilot
     expires: 2030-06-30
-`))
+`), AllowCriterionWaivers(true), WaiverClock(func() time.Time { return time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ waivers:
 }
 
 func TestWaiverNeverExcusesContradiction(t *testing.T) {
-	ws, err := ParseWaivers("w.yaml", []byte("schema: sandcheck.dev/waivers/v1\nwaivers:\n  - probe: metadata.*\n    target: hardened-reference\n    owner: o\n    reason: r\n    expires: 2999-01-01\n"))
+	ws, err := ParseWaivers("w.yaml", []byte("schema: sandcheck.dev/waivers/v1\nwaivers:\n  - probe: metadata.*\n    target: hardened-reference\n    owner: o\n    reason: r\n    expires: 2999-01-01\n"), WaiverClock(func() time.Time { return time.Date(2998, 12, 1, 0, 0, 0, 0, time.UTC) }))
 	if err != nil {
 		t.Fatal(err)
 	}
