@@ -242,7 +242,7 @@ func (e *Engine) runsAlone(s probes.Spec) bool {
 func (e *Engine) Conclude(ctx context.Context) (*Outcome, error) {
 	rec := e.Finish(ctx)
 	o := &Outcome{Record: rec, HarnessErrors: rec.Errors}
-	rec.Tool.PolicyVersion = e.grader.Version()
+	e.grader.Stamp(&rec.Tool)
 	var errs []error
 	if v, err := e.grader.Grade(ctx, rec); err != nil {
 		errs = append(errs, fmt.Errorf("grading: %w", err))

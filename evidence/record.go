@@ -76,8 +76,12 @@ type OutputRelease struct {
 
 // Tool names the sandcheck build and policy that produced the record.
 type Tool struct {
-	Version       string `json:"version"`
+	Version string `json:"version"`
+	// PolicyVersion is the embedded release policy's digest.
 	PolicyVersion string `json:"policy_version"`
+	// UserPolicyVersion is the digest of the user policies (--policy) the
+	// run was graded with besides, "" for none.
+	UserPolicyVersion string `json:"user_policy_version,omitempty"`
 }
 
 // Target describes the target file the run used.

@@ -35,61 +35,21 @@ func TestProfilePatternMatchingNothingIsALoadError(t *testing.T) {
 	}
 }
 
-// A user policy replacing the profiles is held to the same rule, for
-// must_block as for must_succeed.
-func TestUserProfilesWithDeadPatternFailToLoad(t *testing.T) {
+// A user policy cannot replace the profiles (what each profile must block
+// is part of the release criteria): a profiles.rego of its own is refused,
+// naming its file and line, before anything compiles.
+func TestUserProfilesAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	src, err := regoFS.ReadFile("rego/profiles.rego")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := strings.Replace(string(src), `"egress.*",`+"\n]", `"egress.*", "egress.typo-*",`+"\n]", 1)
-	if bad == string(src) {
-		t.Fatal("the embedded profiles.rego no longer ends its contained list as this test expects")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "profiles.rego"), []byte(bad), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "profiles.rego"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = New(WithPolicies(dir))
-	if !errors.Is(err, ErrDeadPattern) || !strings.Contains(err.Error(), `must_block pattern "egress.typo-*"`) {
-		t.Fatalf("New = %v, want ErrDeadPattern naming egress.typo-*", err)
-	}
-	if !strings.Contains(err.Error(), filepath.Join(dir, "profiles.rego")) {
-		t.Errorf("error %q does not name the user's file", err)
-	}
-}
-
-// A user's profiles that take their lists from another package are checked
-// with the whole policy: the dead pattern in the other package is found.
-func TestUserProfilesFromAnotherPackageAreChecked(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
-		"lists.rego": "package acme.lists\n\nimport rego.v1\n\nbuild := [\"workload.build-*\", \"workload.compile-*\"]\n",
-		"profiles.rego": `package sandcheck.profiles
-
-import rego.v1
-
-import data.acme.lists
-
-runtime_classes := {"runc": "shared-kernel"}
-
-profiles := {"package-build": {
-	"summary": "s", "network": "allowlist", "allowed_destinations": ["package-mirror"],
-	"runtime_classes": ["shared-kernel"], "must_block": ["egress.*"], "must_succeed": lists.build,
-}}
-`,
-	}
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := New(WithPolicies(dir))
-	if !errors.Is(err, ErrDeadPattern) || !strings.Contains(err.Error(), `must_succeed pattern "workload.compile-*"`) {
-		t.Fatalf("New = %v, want ErrDeadPattern naming workload.compile-*", err)
-	}
-	if strings.Contains(err.Error(), "workload.build-*") {
-		t.Errorf("a live pattern was reported dead: %v", err)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "profiles.rego")+":") || !strings.Contains(err.Error(), "package sandcheck.profiles is reserved") {
+		t.Fatalf("New = %v, want a refusal naming %s and its line", err, filepath.Join(dir, "profiles.rego"))
 	}
 }
 

@@ -21,11 +21,11 @@ import (
 // policy, any user policies and waivers. The policy is compiled once, by New;
 // a Grader is safe for concurrent use.
 type Grader struct {
-	query    rego.PreparedEvalQuery
-	criteria []string
-	version  string
-	now      func() time.Time
-	budget   time.Duration
+	query       rego.PreparedEvalQuery
+	criteria    []string
+	userVersion string
+	now         func() time.Time
+	budget      time.Duration
 }
 
 // EvalBudget is how long one grading may evaluate by default: the embedded
@@ -62,9 +62,12 @@ func WithCatalog(specs []probes.Spec) Option {
 }
 
 // WithPolicies adds user policies: each path is a folder of Rego modules and
-// data files or an OPA bundle (.tar.gz). A user module with the same file
-// name as an embedded one (e.g. profiles.rego) replaces it; the others add
-// rules. Test modules (*_test.rego) are not loaded for grading.
+// data files or an OPA bundle (.tar.gz). They add rules in package
+// sandcheck.user (or below, or outside sandcheck) and data outside the
+// reserved roots; they never replace or add to the release policy, its
+// criteria or profiles (New refuses such a module, naming its file and
+// line), and they may not call built-ins that reach the network or the host.
+// Test modules (*_test.rego) are not loaded for grading.
 func WithPolicies(paths ...string) Option {
 	return func(c *config) { c.dirs = append(c.dirs, paths...) }
 }
@@ -90,14 +93,15 @@ func New(opts ...Option) (*Grader, error) {
 		cfg.specs = probes.Catalog()
 	}
 	criteria := append([]string(nil), probes.Criteria...)
-	mods, userData, err := assemble(cfg.dirs)
+	builtin, user, userData, err := assemble(cfg.dirs)
 	if err != nil {
 		return nil, err
 	}
-	version := digest(mods)
+	mods := append(builtin, user...)
+	userVersion := userDigest(user, userData)
 	store := map[string]any{
 		"catalog": catalogData(criteria, cfg.specs),
-		"grading": map[string]any{"policy_version": version, "waivers": waiverData(cfg.waivers)},
+		"grading": map[string]any{"policy_version": Version, "user_policy_version": userVersion, "waivers": waiverData(cfg.waivers)},
 	}
 	for k, v := range userData {
 		if _, taken := store[k]; taken {
@@ -110,6 +114,7 @@ func New(opts ...Option) (*Grader, error) {
 		rego.SetRegoVersion(ast.RegoV1),
 		rego.Strict(true),
 		rego.StrictBuiltinErrors(true),
+		rego.Capabilities(capabilities()),
 	}
 	ropts := append(slices.Clone(base), rego.Query(Query))
 	for _, m := range mods {
@@ -122,12 +127,24 @@ func New(opts ...Option) (*Grader, error) {
 	if err := checkProfilePatterns(context.Background(), base, mods); err != nil {
 		return nil, err
 	}
-	return &Grader{query: q, criteria: criteria, version: version, now: cfg.now, budget: cfg.budget}, nil
+	return &Grader{query: q, criteria: criteria, userVersion: userVersion, now: cfg.now, budget: cfg.budget}, nil
 }
 
-// Version identifies the policy this grader applies (embedded and user
-// modules); it equals the package Version when no user policy is added.
-func (g *Grader) Version() string { return g.version }
+// Version identifies the release policy this grader applies: always the
+// embedded one (the package Version), since user policies can only add to it.
+func (g *Grader) Version() string { return Version }
+
+// UserVersion identifies the user policies this grader adds (their modules
+// and data, see WithPolicies); "" when there are none.
+func (g *Grader) UserVersion() string { return g.userVersion }
+
+// Stamp writes into t the policies this grader grades with, so a record
+// (a live run's or a re-graded one's) names the release policy and the user
+// policies its verdict comes from.
+func (g *Grader) Stamp(t *evidence.Tool) {
+	t.PolicyVersion = g.Version()
+	t.UserPolicyVersion = g.userVersion
+}
 
 // Grade evaluates rec and returns the policy's verdict. It does not modify
 // rec; any verdict rec already carries is ignored. An error means the record

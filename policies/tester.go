@@ -22,10 +22,11 @@ type TestResult struct {
 // embedded policy merged with the policies in paths (as New merges them),
 // the way `opa test` would with the embedded policy on its path.
 func Test(ctx context.Context, paths ...string) ([]TestResult, error) {
-	mods, tests, _, err := assembleAll(paths, true)
+	builtin, user, tests, _, err := assembleAll(paths, true)
 	if err != nil {
 		return nil, err
 	}
+	mods := append(builtin, user...)
 	if len(tests) == 0 {
 		return nil, fmt.Errorf("testing policies %v: no *_test.rego files", paths)
 	}
@@ -42,7 +43,7 @@ func RunTests(ctx context.Context, modules, tests []module) ([]TestResult, error
 		}
 		parsed[m.file] = pm
 	}
-	c := ast.NewCompiler().WithStrict(true)
+	c := ast.NewCompiler().WithStrict(true).WithCapabilities(capabilities())
 	ch, err := tester.NewRunner().
 		SetCompiler(c).
 		SetDefaultRegoVersion(ast.RegoV1).

@@ -63,8 +63,59 @@ func (e *WaiverError) Error() string {
 // ErrInvalidWaiver is wrapped by every waiver validation failure.
 var ErrInvalidWaiver = errors.New("invalid waiver")
 
-// LoadWaivers reads and checks a waiver file.
-func LoadWaivers(path string) ([]Waiver, error) {
+// DefaultWaiverMaxAge is how far ahead a waiver may expire by default: a
+// residual risk is accepted for a quarter, then looked at again.
+const DefaultWaiverMaxAge = 90 * 24 * time.Hour
+
+// WaiverRules are what a waiver file is held to beyond its shape.
+type WaiverRules struct {
+	// AllowCriterion admits waivers of a whole criterion (a criterion
+	// without a probe, or a probe glob reaching every probe of a criterion
+	// or probes of several). Off by default: eleven such waivers would
+	// empty the gate. The verdict warns about each one applied.
+	AllowCriterion bool
+	// MaxAge bounds how far after Now a waiver may expire (0:
+	// DefaultWaiverMaxAge).
+	MaxAge time.Duration
+	// Now is the load time expiry dates are checked against (nil:
+	// time.Now). A waiver already past its date is refused.
+	Now func() time.Time
+}
+
+// WaiverOption sets a WaiverRules field for LoadWaivers and ParseWaivers.
+type WaiverOption func(*WaiverRules)
+
+// AllowCriterionWaivers admits waivers of whole criteria.
+func AllowCriterionWaivers(ok bool) WaiverOption {
+	return func(r *WaiverRules) { r.AllowCriterion = ok }
+}
+
+// WaiverMaxAge sets how far ahead a waiver may expire.
+func WaiverMaxAge(d time.Duration) WaiverOption {
+	return func(r *WaiverRules) { r.MaxAge = d }
+}
+
+// WaiverClock sets the load time expiry dates are checked against.
+func WaiverClock(now func() time.Time) WaiverOption {
+	return func(r *WaiverRules) { r.Now = now }
+}
+
+func waiverRules(opts []WaiverOption) WaiverRules {
+	r := WaiverRules{MaxAge: DefaultWaiverMaxAge, Now: time.Now}
+	for _, o := range opts {
+		o(&r)
+	}
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultWaiverMaxAge
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r
+}
+
+// LoadWaivers reads and checks a waiver file (see ParseWaivers).
+func LoadWaivers(path string, opts ...WaiverOption) ([]Waiver, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading waivers: %w", err)
@@ -77,15 +128,19 @@ func LoadWaivers(path string) ([]Waiver, error) {
 	if len(b) > maxWaiverFile {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrInvalidWaiver, path, maxWaiverFile)
 	}
-	return ParseWaivers(path, b)
+	return ParseWaivers(path, b, opts...)
 }
 
 var datePattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
 // ParseWaivers decodes and checks a waiver document; name is used in
 // errors and waiver IDs. Every required field (target, owner, reason,
-// expires, and criterion or probe) must be present.
-func ParseWaivers(name string, b []byte) ([]Waiver, error) {
+// expires, and a probe, or a criterion with AllowCriterionWaivers) must be
+// present, and each waiver must expire after the load time and no later
+// than the maximum age after it (WaiverRules).
+func ParseWaivers(name string, b []byte, opts ...WaiverOption) ([]Waiver, error) {
+	rules := waiverRules(opts)
+	now := rules.Now()
 	if err := checkWaiverShape(name, b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, err)
 	}
@@ -133,12 +188,21 @@ func ParseWaivers(name string, b []byte) ([]Waiver, error) {
 		if w.Probe != "" {
 			if err := globMatchesAProbe(w.Probe); err != nil {
 				bad(at+".probe", "probe %q %v", w.Probe, err)
+			} else if wide := criteriaEmptied(w.Probe); wide != "" && !rules.AllowCriterion {
+				bad(at+".probe", "probe %q %s: that waives a whole criterion, which needs --allow-criterion-waivers", w.Probe, wide)
 			}
+		} else if w.Criterion != "" && !rules.AllowCriterion {
+			bad(at+".criterion", "waiver %d waives the whole criterion %s: name a probe (or a glob of probes), or pass --allow-criterion-waivers", i+1, w.Criterion)
 		}
 		if w.Expires != "" {
 			t, err := expiry(w.Expires)
-			if err != nil {
+			switch {
+			case err != nil:
 				bad(at+".expires", "expires %q: %v", w.Expires, err)
+			case !t.After(now):
+				bad(at+".expires", "expires %q is already past: remove the waiver or renew it", w.Expires)
+			case t.After(now.Add(rules.MaxAge)):
+				bad(at+".expires", "expires %q is more than %d days ahead (the most a waiver may run; --waiver-max-days changes it)", w.Expires, int(rules.MaxAge.Hours()/24))
 			}
 			w.ExpiresAt = t
 		}
@@ -163,6 +227,37 @@ func globMatchesAProbe(p string) error {
 		}
 	}
 	return errors.New("matches no probe in the catalog (see `sandcheck probes list`); note that * does not cross a '.'")
+}
+
+// criteriaEmptied says how a probe glob reaches as far as a criterion
+// waiver: it matches probes of more than one criterion, or every probe of
+// one. "" when it stays within part of one criterion.
+func criteriaEmptied(p string) string {
+	g, err := glob.Compile(p, '.')
+	if err != nil {
+		return ""
+	}
+	matched, total := map[string]int{}, map[string]int{}
+	for _, s := range probes.Catalog() {
+		total[s.Criterion]++
+		if g.Match(s.ID) {
+			matched[s.Criterion]++
+		}
+	}
+	if len(matched) > 1 {
+		cs := make([]string, 0, len(matched))
+		for c := range matched {
+			cs = append(cs, c)
+		}
+		slices.Sort(cs)
+		return fmt.Sprintf("matches probes of %d criteria (%s)", len(cs), strings.Join(cs, ", "))
+	}
+	for c, n := range matched {
+		if n == total[c] {
+			return fmt.Sprintf("matches every probe of criterion %s", c)
+		}
+	}
+	return ""
 }
 
 // checkWaiverShape bounds the file before the YAML parser sees it (size,

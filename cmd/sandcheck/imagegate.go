@@ -89,15 +89,18 @@ func imageGate(ctx context.Context, w io.Writer, cfg engine.Config, tg *targets.
 }
 
 func grade(ctx context.Context, cfg engine.Config, rec *evidence.Record) error {
-	g, err := cfg.NewGrader()
-	if err != nil {
-		return err
+	g := cfg.Grader // compiled by run, with its waiver flags
+	if g == nil {
+		var err error
+		if g, err = cfg.NewGrader(); err != nil {
+			return err
+		}
 	}
+	g.Stamp(&rec.Tool)
 	v, err := g.Grade(ctx, rec)
 	if err != nil {
 		return err
 	}
-	rec.Tool.PolicyVersion = g.Version()
 	rec.Verdict = v
 	return nil
 }

@@ -62,6 +62,9 @@ reports for the new verdict. The record's own verdict is ignored.`,
 				return harness(err)
 			}
 			rec.Verdict = v
+			// The record now names the policies that gave its verdict (the
+			// verdict warns when they differ from the ones it was run with).
+			g.Stamp(&rec.Tool)
 			o := &engine.Outcome{Record: rec, HarnessErrors: rec.Errors}
 			if cfg.OutDir != "" {
 				if o.Reports, err = reports.WriteAll(cfg.OutDir, rec, cfg.Formats); err != nil {

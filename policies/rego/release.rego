@@ -227,6 +227,15 @@ warning_set contains msg if {
 	msg := sprintf("waiver %s (owner %s) matches no finding of this run", [w.id, w.owner])
 }
 
+# A stored run re-graded with other user policies than it ran with: the
+# verdict is the current policies', the evidence was gathered under the old.
+warning_set contains msg if {
+	recorded := object.get(input, ["tool", "user_policy_version"], "")
+	current := object.get(data.grading, "user_policy_version", "")
+	recorded != current
+	msg := sprintf("the record names user policy %q but it was graded with user policy %q", [recorded, current])
+}
+
 warnings := sort(warning_set)
 
 waiver_used(id) if {
