@@ -54,6 +54,12 @@ type Config struct {
 	PolicyPaths []string
 	// Waivers is a waiver file ("" = none).
 	Waivers string
+	// AllowCriterionWaivers admits waivers of a whole criterion (refused
+	// otherwise: a waiver per criterion would empty the gate).
+	AllowCriterionWaivers bool
+	// WaiverMaxDays bounds how far ahead a waiver may expire (0: the
+	// policy's default, 90 days).
+	WaiverMaxDays int
 	// NoTrace leaves the sandboxes unwatched by the eBPF tracer, which is
 	// otherwise used wherever it is available (the record says why when it
 	// is not). The zero value traces, so callers that predate it keep doing so.
@@ -87,7 +93,8 @@ type Config struct {
 func (c Config) NewGrader() (*policies.Grader, error) {
 	opts := []policies.Option{policies.WithPolicies(c.PolicyPaths...)}
 	if c.Waivers != "" {
-		ws, err := policies.LoadWaivers(c.Waivers)
+		ws, err := policies.LoadWaivers(c.Waivers, policies.AllowCriterionWaivers(c.AllowCriterionWaivers),
+			policies.WaiverMaxAge(time.Duration(c.WaiverMaxDays)*24*time.Hour))
 		if err != nil {
 			return nil, err
 		}

@@ -18,9 +18,11 @@ import (
 )
 
 // addPolicyFlags declares the grading flags run and policy eval share.
-func addPolicyFlags(f *pflag.FlagSet, paths *[]string, waivers *string, failOnWarn *bool) {
-	f.StringArrayVar(paths, "policy", nil, "user policy: a folder of Rego and data files or an OPA bundle (.tar.gz); repeatable")
-	f.StringVar(waivers, "waivers", "", "waiver file (YAML; see fixtures/waivers)")
+func addPolicyFlags(f *pflag.FlagSet, cfg *engine.Config, failOnWarn *bool) {
+	f.StringArrayVar(&cfg.PolicyPaths, "policy", nil, "user policy: a folder of Rego and data files or an OPA bundle (.tar.gz); repeatable")
+	f.StringVar(&cfg.Waivers, "waivers", "", "waiver file (YAML; see fixtures/waivers)")
+	f.BoolVar(&cfg.AllowCriterionWaivers, "allow-criterion-waivers", false, "admit waivers of a whole criterion (each shows as a waived criterion with a warning in every report)")
+	f.IntVar(&cfg.WaiverMaxDays, "waiver-max-days", int(policies.DefaultWaiverMaxAge.Hours()/24), "the furthest ahead, in days, a waiver may expire")
 	f.BoolVar(failOnWarn, "fail-on-warn", false, "exit 1 when the verdict carries warnings")
 }
 
@@ -78,7 +80,7 @@ reports for the new verdict. The record's own verdict is ignored.`,
 	f.StringVar(&input, "input", "", "stored run record (run.json)")
 	f.StringVar(&cfg.OutDir, "out", "", "folder for the re-graded run.json and reports (default: write nothing)")
 	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: "+strings.Join(reports.Formats(), ", "))
-	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
+	addPolicyFlags(f, &cfg, &failWarn)
 	return c
 }
 

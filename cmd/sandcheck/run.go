@@ -162,7 +162,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.BoolVar(&trace, "trace", true, "watch the sandboxes with the eBPF tracer where available (the record says why when it is not)")
 	f.StringVar(&baseline, "baseline", "", "an earlier run (run.json or its folder) to compare with: material changes, new failures, fixes (diff.md)")
 	f.BoolVar(&failRegr, "fail-on-regression", false, "with --baseline: exit 1 when the run fails something the baseline did not, even if its verdict passes")
-	addPolicyFlags(f, &cfg.PolicyPaths, &cfg.Waivers, &failWarn)
+	addPolicyFlags(f, &cfg, &failWarn)
 	return c
 }
 
