@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // evalExit runs `sandcheck policy eval` with args and returns its exit code
@@ -49,5 +52,28 @@ func TestPolicyEvalExitCodes(t *testing.T) {
 				t.Errorf("exit %d (want %d), output lacks %q or is:\n%s", code, tt.code, tt.says, out)
 			}
 		})
+	}
+}
+
+// TestCriterionWaiversNeedTheFlag: eleven waivers, one per criterion, were
+// enough to turn the weak reference into exit 0 (issue 28). A criterion
+// waiver is now refused at load (exit 2, file:line) unless the flag admits
+// it, and an expiry past --waiver-max-days is refused too.
+func TestCriterionWaiversNeedTheFlag(t *testing.T) {
+	const runs = "../../policies/testdata/"
+	soon := time.Now().AddDate(0, 0, 30).Format("2006-01-02")
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	body := "schema: sandcheck.dev/waivers/v1\nwaivers:\n  - criterion: hardened-runtime\n    target: weak-reference\n    owner: o@example.com\n    reason: r\n    expires: " + soon + "\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := evalExit(t, "--input", runs+"weak.run.json", "--waivers", file); code != exitHarness || !strings.Contains(out, "w.yaml:3") {
+		t.Errorf("a criterion waiver without the flag: exit %d\n%s", code, out)
+	}
+	if code, out := evalExit(t, "--input", runs+"weak.run.json", "--waivers", file, "--allow-criterion-waivers"); code == exitHarness {
+		t.Errorf("a criterion waiver with --allow-criterion-waivers was refused: exit %d\n%s", code, out)
+	}
+	if code, out := evalExit(t, "--input", runs+"weak.run.json", "--waivers", file, "--allow-criterion-waivers", "--waiver-max-days", "7"); code != exitHarness {
+		t.Errorf("an expiry 30 days ahead under --waiver-max-days 7: exit %d\n%s", code, out)
 	}
 }
