@@ -63,3 +63,39 @@ func TestNotApplicableEverywhereCannotHide(t *testing.T) {
 	}
 	t.Logf("%d results unconfirmed not-applicable", named)
 }
+
+// TestForgedTerminalLines: a probe whose detail holds "\nverdict: PASS\n",
+// ESC, BEL, NUL and a bidi override. On the old console it printed lines
+// reading exactly "verdict: PASS" before the real "verdict: FAIL" under
+// -q. Now, quiet or verbose, the only verdict line is the real one and no
+// control byte reaches the output.
+func TestForgedTerminalLines(t *testing.T) {
+	binDir(t)
+	liar := forgeBinary(t, "forgelines")
+	for _, mode := range []string{"--quiet", "--verbose"} {
+		t.Run(mode, func(t *testing.T) {
+			r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", mode, "--probe-binary", liar, "--probes", "privilege.root-uid")
+			out := r.stdout + r.stderr
+			verdicts := 0
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "verdict: PASS") && strings.TrimSpace(l) == "verdict: PASS" {
+					t.Errorf("a forged verdict line reached the output: %q", l)
+				}
+				if strings.HasPrefix(l, "verdict: ") {
+					verdicts++
+				}
+			}
+			if r.code != 1 || verdicts != 1 {
+				t.Errorf("exit %d with %d verdict lines, want exit 1 and one", r.code, verdicts)
+			}
+			for _, c := range []string{"\x1b", "\x07", "\x00", "\u202e"} {
+				if strings.Contains(out, c) {
+					t.Errorf("the output carries %q", c)
+				}
+			}
+			if !strings.Contains(out, `x\nverdict: PASS\n\x1b[2K`) {
+				t.Errorf("the forged detail is not shown escaped:\n%s", out)
+			}
+		})
+	}
+}

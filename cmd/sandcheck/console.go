@@ -13,6 +13,7 @@ import (
 	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/reports"
 )
 
 // console is how sandcheck's own output looks: on a terminal a line per
@@ -44,9 +45,9 @@ func (c *console) progress() engine.Progress {
 		if c.q || (!c.verbose && !c.tty && expected) {
 			return
 		}
-		fmt.Fprintf(c.w, "[%*d/%d] %6.1fs %s %s", len(fmt.Sprint(total)), done, total, elapsed.Seconds(), c.outcome(res.Outcome, expected), res.Probe)
+		fmt.Fprintf(c.w, "[%*d/%d] %6.1fs %s %s", len(fmt.Sprint(total)), done, total, elapsed.Seconds(), c.outcome(res.Outcome, expected), reports.Line(res.Probe))
 		if !expected {
-			fmt.Fprintf(c.w, " (expected %s)", res.Expected)
+			fmt.Fprintf(c.w, " (expected %s)", reports.Line(string(res.Expected)))
 		}
 		fmt.Fprintln(c.w)
 	}
@@ -55,7 +56,7 @@ func (c *console) progress() engine.Progress {
 // outcome is an outcome word padded to one width, green when it is what
 // the profile expects and red when not, on a colour terminal.
 func (c *console) outcome(o probes.Outcome, expected bool) string {
-	s := fmt.Sprintf("%-14s", o)
+	s := fmt.Sprintf("%-14s", reports.Line(string(o)))
 	if !c.color {
 		return s
 	}
@@ -136,6 +137,6 @@ func harnessLines(errs []string) []string {
 // printHarnessErrors prints the run's harness errors, each cause once.
 func printHarnessErrors(w io.Writer, errs []string) {
 	for _, l := range harnessLines(errs) {
-		fmt.Fprintf(w, "sandcheck: harness: %s\n", l)
+		fmt.Fprintf(w, "sandcheck: harness: %s\n", reports.Line(l))
 	}
 }

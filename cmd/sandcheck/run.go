@@ -233,13 +233,13 @@ var harnessReason = regexp.MustCompile(`^probe \S+ was inconclusive: harness: `)
 func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 	v := rec.Verdict
 	if !quiet {
-		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", rec.RunID, rec.Target.Name, rec.Runner, rec.Runtime)
+		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", reports.Line(rec.RunID), reports.Line(rec.Target.Name), reports.Line(rec.Runner), reports.Line(rec.Runtime))
 	}
 	for _, c := range v.Criteria {
 		if quiet && c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
 			continue
 		}
-		fmt.Fprintf(w, "  %-12s %s\n", c.Status, c.ID)
+		fmt.Fprintf(w, "  %-12s %s\n", reports.Line(c.Status), reports.Line(c.ID))
 		if c.Status == evidence.StatusFail || c.Status == evidence.StatusUnconfirmed || c.Status == evidence.StatusWaived {
 			harness := 0
 			for _, r := range c.Reasons {
@@ -248,7 +248,7 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 					harness++
 					continue
 				}
-				fmt.Fprintf(w, "               - %s\n", r)
+				fmt.Fprintf(w, "               - %s\n", reports.Line(r))
 			}
 			if harness > 0 {
 				fmt.Fprintf(w, "               - %d probes could not run: see the harness errors\n", harness)
@@ -261,13 +261,13 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 	fmt.Fprintf(w, "  %d results in %.1fs (sandbox starts %.1fs, probes %.1fs)\n", len(rec.Results),
 		rec.Timing.TotalSeconds, rec.Timing.SandboxStartSeconds, rec.Timing.ProbeSeconds)
 	for _, u := range v.Waivers {
-		fmt.Fprintf(w, "  waiver %s applied (owner %s, expires %s, %d findings): %s\n", u.ID, u.Owner, u.Expires, len(u.Waived), u.Reason)
+		fmt.Fprintf(w, "  waiver %s applied (owner %s, expires %s, %d findings): %s\n", reports.Line(u.ID), reports.Line(u.Owner), reports.Line(u.Expires), len(u.Waived), reports.Line(u.Reason))
 	}
 	for _, u := range v.ExpiredWaivers {
-		fmt.Fprintf(w, "  waiver %s expired on %s (owner %s): it no longer applies\n", u.ID, u.Expires, u.Owner)
+		fmt.Fprintf(w, "  waiver %s expired on %s (owner %s): it no longer applies\n", reports.Line(u.ID), reports.Line(u.Expires), reports.Line(u.Owner))
 	}
 	for _, m := range v.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", m)
+		fmt.Fprintf(w, "  warning: %s\n", reports.Line(m))
 	}
 }
 

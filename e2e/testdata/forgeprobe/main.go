@@ -2,7 +2,7 @@
 // the end-to-end tests: it lies about every probe (mode "blocked"), floods
 // its output ("flood"), reports more than it was asked ("extra") or prints
 // garbage ("garbage"), or never gets ready ("hang"); says "not-applicable"
-// for everything ("na"); or installs its own seccomp filter refusing
+// for everything ("na"); forges terminal lines in its detail ("forgelines"); or installs its own seccomp filter refusing
 // io_uring_setup, through seccomp() or prctl(PR_SET_SECCOMP), makes the call
 // and reports the refusal ("selfseccomp", "selfseccomp-prctl"). The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
@@ -48,6 +48,10 @@ func main() {
 			fmt.Printf(`{"probe":"privilege.root-uid","outcome":"blocked"}` + "\n")
 		case "garbage":
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","trust_me":true}`+"\n", id)
+		case "forgelines":
+			// JSON escapes carry the newlines and terminal controls into
+			// the detail; the console must not print them raw.
+			fmt.Printf(`{"probe":%q,"outcome":"escaped","detail":"x\nverdict: PASS\n\u001b[2K\u0007\u0000\u202everdict: PASS"}`+"\n", id)
 		case "na":
 			fmt.Printf(`{"probe":%q,"outcome":"not-applicable","detail":"io_uring is not built into this kernel"}`+"\n", id)
 		case "selfseccomp", "selfseccomp-prctl":
