@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandcheck/sandcheck/reports"
 	"github.com/sandcheck/sandcheck/tracer"
 )
 
@@ -203,7 +204,7 @@ func printTrace(w io.Writer, r *tracer.Report, status int, dur time.Duration, ma
 			fmt.Fprintf(w, "  ... %d more (--events, --json)\n", len(evs)-i)
 			break
 		}
-		fmt.Fprintf(w, "  %s\n", ev)
+		fmt.Fprintf(w, "  %s\n", reports.Line(fmt.Sprint(ev)))
 	}
 	unitemized := map[string]uint64{}
 	for _, t := range r.Trees {
