@@ -13,24 +13,21 @@ func TestReferenceRunnerTargetsLoad(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if tg.Bwrap == nil && tg.Process == nil {
+		if tg.Bwrap == nil && tg.Section == nil {
 			t.Errorf("%s: neither bwrap nor process section decoded", f)
 		}
 	}
 }
 
-func TestBwrapAndProcessValidation(t *testing.T) {
+func TestBwrapValidation(t *testing.T) {
 	head := "schema: sandcheck.dev/target/v1\nname: x\nprofile: no-network-transform\n"
 	for _, tc := range []struct{ name, body, want string }{
 		{"bwrap without section", "runner: bwrap\n", "needs a bwrap: section"},
-		{"process without section", "runner: process\n", "needs a process: section"},
 		{"unknown namespace", "runner: bwrap\nbwrap:\n  host_user: \"0\"\n  unshare: [mnt]\n  tmpfs: [{path: /tmp, size: 1Mi}]\n  network: harness\n", "$.bwrap.unshare[0]"},
 		{"unprivileged without userns", "runner: bwrap\nbwrap:\n  host_user: \"65534\"\n  unshare: [net]\n  tmpfs: [{path: /tmp, size: 1Mi}]\n  network: none\n", "needs the user namespace"},
 		{"no /tmp", "runner: bwrap\nbwrap:\n  host_user: \"0\"\n  network: harness\n", "must include /tmp"},
 		{"none without net", "runner: bwrap\nbwrap:\n  host_user: \"0\"\n  tmpfs: [{path: /tmp, size: 1Mi}]\n  network: none\n", "none needs net"},
 		{"bad seccomp", "runner: bwrap\nbwrap:\n  host_user: \"0\"\n  tmpfs: [{path: /tmp, size: 1Mi}]\n  seccomp: default\n  network: harness\n", "$.bwrap.seccomp"},
-		{"process host network", "runner: process\nprocess:\n  network: host\n", "$.process.network"},
-		{"process small memory", "runner: process\nprocess:\n  network: none\n  limits: {memory: 1Mi}\n", "$.process.limits.memory"},
 	} {
 		_, err := Parse("t.yaml", []byte(head+tc.body))
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
