@@ -53,16 +53,6 @@ func (t *Target) Declared() Declared {
 		return t.Section.Declared()
 	case t.Docker != nil:
 		return t.Docker.declared()
-	case t.Bwrap != nil:
-		// bwrap's binds are host folders in the sandbox as docker's
-		// mounts are: the harness plants its honeyfiles in them too. Its
-		// hostname is the runner's own business (it needs uts).
-		b := t.Bwrap.Limits
-		return Declared{
-			Limits: DeclaredLimits{Pids: b.PidsLimit, CPUs: b.CPUs, Nofile: b.NoFile, MemoryBytes: sizeOrZero(b.Memory)},
-			Tasks:  Tasks{Launch: t.Bwrap.Launch},
-			Mounts: t.Bwrap.Binds,
-		}
 	case t.Command != nil:
 		return Declared{Egress: t.Command.EgressProfile(), Env: t.Command.Env}
 	case t.OpenSandbox != nil:

@@ -20,10 +20,6 @@ func TestDeclaredLimits(t *testing.T) {
 	if got := osb.DeclaredLimits(); got != (DeclaredLimits{MemoryBytes: 1 << 30}) {
 		t.Errorf("opensandbox: %+v", got)
 	}
-	bw := &Target{Bwrap: &Bwrap{Limits: Limits{PidsLimit: 100, Memory: "256Mi", NoFile: 2048}}}
-	if got := bw.DeclaredLimits(); got != (DeclaredLimits{Pids: 100, MemoryBytes: 256 << 20, Nofile: 2048}) {
-		t.Errorf("bwrap: %+v", got)
-	}
 	if (&Target{}).DeclaredLimits() != (DeclaredLimits{}) {
 		t.Error("a target without a runner section declares limits")
 	}

@@ -229,12 +229,6 @@ func (v *validator) check(t *Target) {
 		if t.Inputs != nil {
 			v.checkInputsClash(t.Inputs, t.Docker)
 		}
-	case "bwrap":
-		if t.Bwrap == nil {
-			v.add("$.runner", "runner bwrap needs a bwrap: section")
-			return
-		}
-		v.checkBwrap(t.Bwrap)
 	case "command":
 		if t.Command == nil {
 			v.add("$.runner", "runner command needs a command: section")

@@ -47,8 +47,6 @@ func hasRunnerSection(tg *Target) bool {
 	switch tg.Runner {
 	case "docker":
 		return tg.Docker != nil
-	case "bwrap":
-		return tg.Bwrap != nil
 	case "command":
 		return tg.Command != nil
 	case "gateway":

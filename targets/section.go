@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -107,19 +108,15 @@ type SectionSource struct {
 	Target *Target
 
 	node ast.Node
+	dec  *yaml.Decoder
 	v    *validator
 }
 
 // Decode decodes the section strictly into cfg (an unknown key is an
 // error). The decoder returns its error as it is: the file is then
 // reported with that one error, as any YAML error of a target file is.
-func (s *SectionSource) Decode(cfg any) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &Error{File: s.v.name, Msg: fmt.Sprintf("the YAML decoder failed on this file (%v)", p)}
-		}
-	}()
-	if err := yaml.NodeToValue(s.node, cfg, yaml.DisallowUnknownField()); err != nil {
+func (s *SectionSource) Decode(cfg any) error {
+	if err := decodeNode(s.dec, s.node, cfg); err != nil {
 		return decodeError(s.v.name, err)
 	}
 	return nil
@@ -141,6 +138,21 @@ func (s *SectionSource) CheckEnv(path string, env map[string]string) {
 	s.v.checkEnv(s.path(path), env)
 }
 
+// CheckCaps checks capability names at path (relative to the section):
+// without the CAP_ prefix, or ALL.
+func (s *SectionSource) CheckCaps(path string, caps []string) { s.v.checkCaps(s.path(path), caps) }
+
+// CheckIdentityVars checks that a template at path (relative to the
+// section) names only the identity variables (VarRunID, VarTarget,
+// VarTask).
+func (s *SectionSource) CheckIdentityVars(path, template string) {
+	for _, m := range identityVar.FindAllString(template, -1) {
+		if m != VarRunID && m != VarTarget && m != VarTask {
+			s.Add(path, "%s is not one of %s, %s, %s", m, VarRunID, VarTarget, VarTask)
+		}
+	}
+}
+
 func (s *SectionSource) path(rel string) string {
 	switch {
 	case rel == "":
@@ -153,20 +165,27 @@ func (s *SectionSource) path(rel string) string {
 
 // takeSections parses the file and takes the registered runner sections
 // out of its top-level mapping, so the rest decodes strictly into Target.
-// A file the parser refuses yields no nodes and an error.
-func takeSections(b []byte) (ast.Node, map[string]ast.Node, error) {
+// The decoder it returns has seen the whole file's anchors, so an alias
+// resolves across the parts as in one decode of the file. A file the parser
+// refuses yields an error. A section given as null is no section, as it
+// was when sections were pointers of Target.
+func takeSections(b []byte) (*yaml.Decoder, ast.Node, map[string]ast.Node, error) {
 	f, err := parseFile(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(f.Docs) != 1 || f.Docs[0] == nil || f.Docs[0].Body == nil {
-		return nil, nil, errors.New("not one YAML document")
+		return nil, nil, nil, errors.New("not one YAML document")
 	}
 	body := f.Docs[0].Body
+	dec := yaml.NewDecoder(bytes.NewReader(nil), yaml.DisallowUnknownField())
+	var whole any
+	// Its error, if any, is met again where the part holding it decodes.
+	_ = decodeNode(dec, body, &whole)
 	m, ok := body.(*ast.MappingNode)
 	if !ok {
 		// Not a mapping: Target's decoder says what is wrong with it.
-		return body, nil, nil
+		return dec, body, nil, nil
 	}
 	taken := map[string]ast.Node{}
 	kept := m.Values[:0:0]
@@ -177,14 +196,16 @@ func takeSections(b []byte) (ast.Node, map[string]ast.Node, error) {
 		}
 		if _, ok := sectionDecoder(key); ok {
 			if _, dup := taken[key]; !dup {
-				taken[key] = mv.Value
+				if _, null := mv.Value.(*ast.NullNode); !null {
+					taken[key] = mv.Value
+				}
 				continue
 			}
 		}
 		kept = append(kept, mv)
 	}
 	m.Values = kept
-	return m, taken, nil
+	return dec, m, taken, nil
 }
 
 // decodeTarget decodes the file's common keys into t and its registered
@@ -192,7 +213,7 @@ func takeSections(b []byte) (ast.Node, map[string]ast.Node, error) {
 // decoding error (one, located), or the problems the section's decoder
 // found, which Parse reports after the common keys' own.
 func decodeTarget(name string, b []byte, t *Target) (Errors, error) {
-	rest, raw, err := takeSections(b)
+	dec, rest, raw, err := takeSections(b)
 	if err != nil {
 		// The parser's refusal, or a shape the parser takes apart
 		// differently: the whole-file decoder reports it as it always did.
@@ -201,14 +222,14 @@ func decodeTarget(name string, b []byte, t *Target) (Errors, error) {
 		}
 		return nil, nil
 	}
-	if err := nodeToValue(rest, t); err != nil {
+	if err := decodeNode(dec, rest, t); err != nil {
 		return nil, decodeError(name, err)
 	}
 	var problems Errors
 	for _, key := range slices.Sorted(maps.Keys(raw)) {
-		dec, _ := sectionDecoder(key)
-		src := &SectionSource{Name: key, Target: t, node: raw[key], v: &validator{name: name, src: b}}
-		sec, err := dec(src)
+		decode, _ := sectionDecoder(key)
+		src := &SectionSource{Name: key, Target: t, node: raw[key], dec: dec, v: &validator{name: name, src: b}}
+		sec, err := decode(src)
 		if err != nil {
 			return nil, err
 		}
@@ -223,20 +244,20 @@ func decodeTarget(name string, b []byte, t *Target) (Errors, error) {
 	return problems, nil
 }
 
-// nodeToValue is yaml.NodeToValue, strict, a panic of the library being an
-// error of the file.
-func nodeToValue(n ast.Node, v any) (err error) {
+// decodeNode decodes one node of the file with dec, a panic of the library
+// being an error of the file.
+func decodeNode(dec *yaml.Decoder, n ast.Node, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the YAML decoder failed on this file (%v)", p)
 		}
 	}()
-	return yaml.NodeToValue(n, v, yaml.DisallowUnknownField())
+	return dec.DecodeFromNode(n, v)
 }
 
 // inTargets are the runners whose sections package targets still decodes
 // itself.
-var inTargets = []string{"docker", "bwrap", "command", "gateway", "opensandbox", "kubernetes"}
+var inTargets = []string{"docker", "command", "gateway", "opensandbox", "kubernetes"}
 
 // knownOrder is the order the unknown-runner error has always named the
 // runners in; a runner registered later comes after them, by name.

@@ -28,8 +28,6 @@ type Target struct {
 	Description string `yaml:"description,omitempty"`
 	// Docker configures the docker runner; required when Runner is docker.
 	Docker *Docker `yaml:"docker,omitempty"`
-	// Bwrap configures the bwrap runner; required when Runner is bwrap.
-	Bwrap *Bwrap `yaml:"bwrap,omitempty"`
 	// Command configures the command runner (a platform driven through its
 	// own command-line tool); required when Runner is command.
 	Command *Command `yaml:"command,omitempty"`

@@ -93,8 +93,6 @@ func (t *Target) sectionPath() string {
 		return "$." + t.Runner
 	case t.Docker != nil:
 		return "$.docker"
-	case t.Bwrap != nil:
-		return "$.bwrap"
 	}
 	return "$." + t.Runner
 }

@@ -221,7 +221,6 @@ func TestTargetSchemaMatchesParser(t *testing.T) {
 		{"output", defs["output"].(map[string]any), targets.Output{}},
 		{"inputs", defs["inputs"].(map[string]any), targets.Inputs{}},
 		{"tasks", defs["tasks"].(map[string]any), targets.Tasks{}},
-		{"bwrap", defs["bwrap"].(map[string]any), targets.Bwrap{}},
 		{"limits", defs["limits"].(map[string]any), targets.Limits{}},
 		{"command", defs["command"].(map[string]any), targets.Command{}},
 		{"gateway", defs["gateway"].(map[string]any), targets.Gateway{}},
@@ -268,7 +267,6 @@ func TestTargetSchemaMatchesParser(t *testing.T) {
 		{"ulimit names", enum(prop("ulimit", "name")), targets.UlimitNames},
 		{"docker egress", enum(prop("docker", "egress")), targets.EgressProfiles},
 		{"command egress", enum(prop("command", "egress")), targets.EgressProfiles},
-		{"bwrap unshare", enum(prop("bwrap", "unshare").(map[string]any)["items"]), targets.BwrapNamespaces},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s %v, parser %v", c.name, c.got, c.want)

@@ -20,6 +20,14 @@ import (
 // package, one line here in runners/all and its docs page: a file naming it
 // anywhere else is knowledge of the runner that escaped its package.
 var namedElsewhere = map[string]map[string]string{
+	"bwrap": {
+		"runners/all/all.go":         "the one line that builds it in",
+		"targets/section.go":         "the order the unknown-runner error has always named runners in",
+		"reports/compare.go":         "the comparison matrix orders and describes kinds by runner name (debt: a runner could declare its kind)",
+		"reports/risks.go":           "the risk register classes runners by name (debt: a runner could declare its isolation class and locality)",
+		"internal/doctor/host.go":    "not the runner: doctor looks for the bwrap program on the host",
+		"probes/impl/fingerprint.go": "not the runner: the probe recognises a bwrap init from inside the box",
+	},
 	"process": {
 		"runners/all/all.go":        "the one line that builds it in",
 		"runners/bwrap/runner.go":   "bwrap reuses the process runner's host-process machinery",

@@ -44,3 +44,20 @@ func TestSectionDecodes(t *testing.T) {
 		t.Errorf("process declares %+v, want nothing", d)
 	}
 }
+
+// An alias resolves across the common keys and the section, and a null
+// section is no section, as when the whole file was one decode.
+func TestSectionAliasesAndNull(t *testing.T) {
+	head := "schema: sandcheck.dev/target/v1\nname: x\nprofile: no-network-transform\n"
+	tg, err := targets.Parse("t.yaml", []byte(head+"description: &d harness\nrunner: process\nprocess:\n  network: *d\n  env: {A: &e b}\ninputs: {path: /in}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tg.Section.(*Config); c.Network != "harness" || c.Env["A"] != "b" {
+		t.Errorf("decoded %+v", *c)
+	}
+	_, err = targets.Parse("t.yaml", []byte(head+"runner: process\nprocess: ~\n"))
+	if err == nil || !strings.Contains(err.Error(), "needs a process: section") {
+		t.Errorf("null section: %v", err)
+	}
+}
