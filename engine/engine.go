@@ -131,9 +131,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	}
 	// The platform's identity labels, for attributable-policy (attribution.go).
 	e.rec.Target.Attribution = tg.Attribution.Keys()
-	if tg.Docker != nil {
-		e.rec.Runtime = tg.Docker.Runtime
-	}
+	e.rec.Runtime = tg.Declared().Runtime
 	e.emit("run-start", e.rec)
 
 	if e.runDir, err = os.MkdirTemp("", "sandcheck-run-"); err != nil {
@@ -176,11 +174,8 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 	if err := e.setupInputs(&env); err != nil {
 		return nil, err
 	}
-	if tg.Docker != nil {
-		env.Env = e.creds.expandEnv(tg.Docker.Env)
-	}
-	if tg.Command != nil {
-		env.Env = e.creds.expandEnv(tg.Command.Env)
+	if d := tg.Declared(); d.Env != nil {
+		env.Env = e.creds.expandEnv(d.Env)
 	}
 	if e.runner, err = runners.Open(ctx, tg, env); err != nil {
 		return nil, err
@@ -637,8 +632,9 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	// The identity the target gives each sandbox (attribution), bound to
 	// run, target and task; the harness's own labels above stay as they are.
 	id := targets.Identity{RunID: e.rec.RunID, Target: e.target.Name, Task: name}
-	spec.Hostname = e.target.Docker.IdentityHostname(id)
-	for k, v := range e.target.Docker.IdentityLabels(id) {
+	d := e.target.Declared()
+	spec.Hostname = id.Hostname(d.Hostname)
+	for k, v := range id.Labels(d.Labels) {
 		spec.Labels[k] = v
 	}
 	// Honeyfiles must be in place before anything runs inside.

@@ -72,7 +72,7 @@ type overLimit struct {
 }
 
 // planLimits sets each limit probe's bound past the declared limits.
-func planLimits(d targets.Declared, m limitMax) limitPlan {
+func planLimits(d targets.DeclaredLimits, m limitMax) limitPlan {
 	p := limitPlan{scale: map[string]float64{}, over: map[string]overLimit{}}
 	const mib = 1 << 20
 	// one sets a bound: past the declared value (in the probe's unit) by the

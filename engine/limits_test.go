@@ -14,7 +14,7 @@ import (
 // profile's maximum is named, not pushed. Before, every bound was fixed
 // (4 s of CPU against a 6 s budget).
 func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
-	d := targets.Declared{CPUBudget: 6 * time.Second, Pids: 1000, Nproc: 2000, Nofile: 3000,
+	d := targets.DeclaredLimits{CPUBudget: 6 * time.Second, Pids: 1000, Nproc: 2000, Nofile: 3000,
 		MemoryBytes: 1 << 30, ShmBytes: 256 << 20, TmpfsBytes: 512 << 20, TmpfsInodes: 50000, OutputFileBytes: 16 << 20}
 	p := planLimits(d, defaultLimitMax)
 	want := probes.Bounds{CPUMsec: 7500, Processes: 1064, Threads: 2064, MemoryMiB: 1280, Files: 4096,
@@ -30,13 +30,13 @@ func TestPlanLimitsRunPastTheDeclared(t *testing.T) {
 	}
 
 	// Small limits keep the defaults (which already run past them).
-	small := planLimits(targets.Declared{CPUBudget: 3 * time.Second, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20}, defaultLimitMax)
+	small := planLimits(targets.DeclaredLimits{CPUBudget: 3 * time.Second, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20}, defaultLimitMax)
 	if !reflect.DeepEqual(small.bounds, probes.Bounds{CPUMsec: 4000, Processes: 512, Threads: 512, MemoryMiB: 640, Files: 4096}) || len(small.scale) != 0 {
 		t.Errorf("small limits: %+v, scale %v", small.bounds, small.scale)
 	}
 
 	// Above the maximum: named for the probe, with no bound set.
-	big := planLimits(targets.Declared{CPUBudget: 2 * time.Minute, Pids: 100000}, defaultLimitMax)
+	big := planLimits(targets.DeclaredLimits{CPUBudget: 2 * time.Minute, Pids: 100000}, defaultLimitMax)
 	if o, ok := big.over["resources.cpu-deadline"]; !ok || o.declared != "2m0s" || o.maximum != "1m0s" {
 		t.Errorf("cpu over the maximum: %+v", big.over)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,11 +45,60 @@ type OpenFunc func(ctx context.Context, tg *targets.Target, env RunEnv) (Runner,
 // the harness, filled by each backend package's init and read-only after.
 var registry = struct {
 	sync.RWMutex
-	open map[string]OpenFunc
-}{open: map[string]OpenFunc{}}
+	open    map[string]OpenFunc
+	plugins map[string]Plugin
+}{open: map[string]OpenFunc{}, plugins: map[string]Plugin{}}
 
-// Register makes a backend available under name (the target's `runner:`).
+// Plugin is one backend as a program builds it in: its name (the target's
+// `runner:`, also the key of its section), the decoder of that section
+// (its configuration type, checked once, there) and how a runner is
+// opened for a target whose Section that decoder made.
+type Plugin struct {
+	// Name is the runner's name and its section's key.
+	Name string
+	// Decode decodes and validates the runner's section of a target file.
+	Decode targets.SectionDecoder
+	// Open builds a runner for one target and run; tg.Section is what
+	// Decode returned.
+	Open OpenFunc
+	// Config is the section's configuration type, as a nil pointer of it:
+	// the schema check reads its keys.
+	Config targets.Section
+	// Schema is the section's JSON Schema fragment: {"required": the
+	// top-level keys a target of this runner needs, "$defs": the section's
+	// definition under the runner's name and any of its own}. The target
+	// schema holds it (policies/schema checks the two agree).
+	Schema []byte
+}
+
+// RegisterPlugin makes a backend and its section available under p.Name.
 // Registering one name twice panics: it is a programming error.
+func RegisterPlugin(p Plugin) {
+	if p.Name == "" || p.Decode == nil || p.Open == nil || p.Config == nil || len(p.Schema) == 0 {
+		panic("runners: plugin " + p.Name + " needs a name, a decoder, an opener, its configuration type and its schema")
+	}
+	targets.RegisterSection(p.Name, p.Decode)
+	Register(p.Name, p.Open)
+	registry.Lock()
+	defer registry.Unlock()
+	registry.plugins[p.Name] = p
+}
+
+// Plugins lists the backends that own their sections, sorted by name.
+func Plugins() []Plugin {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]Plugin, 0, len(registry.plugins))
+	for _, n := range slices.Sorted(maps.Keys(registry.plugins)) {
+		out = append(out, registry.plugins[n])
+	}
+	return out
+}
+
+// Register makes a backend available under name (the target's `runner:`)
+// whose section package targets still decodes itself; a backend that owns
+// its section registers through RegisterPlugin. Registering one name twice
+// panics: it is a programming error.
 func Register(name string, open OpenFunc) {
 	registry.Lock()
 	defer registry.Unlock()

@@ -71,13 +71,31 @@ func (v *validator) checkIdentity(d *Docker) {
 
 var hostnameChars = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
-// IdentityHostname returns the sandbox's host name for one identity: the target's
-// hostname with the variables filled, made a valid host name (lower case,
-// letters, digits and '-', at most 63 characters, cut at the end so the run ID
-// written first survives). Empty when the target declares none (the runtime
-// then picks one).
+// IdentityHostname is the docker hostname for one identity (see
+// Identity.Hostname).
 func (d *Docker) IdentityHostname(id Identity) string {
-	if d == nil || d.Hostname == "" {
+	if d == nil {
+		return ""
+	}
+	return id.Hostname(d.Hostname)
+}
+
+// IdentityLabels are the docker labels for one identity (see
+// Identity.Labels).
+func (d *Docker) IdentityLabels(id Identity) map[string]string {
+	if d == nil {
+		return nil
+	}
+	return id.Labels(d.Labels)
+}
+
+// Hostname returns the sandbox's host name for this identity: the
+// template with the variables filled, made a valid host name (lower case,
+// letters, digits and '-', at most 63 characters, cut at the end so the
+// run ID written first survives). Empty when the template is (the runtime
+// then picks one).
+func (id Identity) Hostname(template string) string {
+	if template == "" {
 		return ""
 	}
 	s := strings.Map(func(r rune) rune {
@@ -88,20 +106,21 @@ func (d *Docker) IdentityHostname(id Identity) string {
 			return r + 'a' - 'A'
 		}
 		return '-'
-	}, id.expand(d.Hostname))
+	}, id.expand(template))
 	if len(s) > maxHostname {
 		s = s[:maxHostname]
 	}
 	return strings.Trim(s, "-")
 }
 
-// IdentityLabels returns the target's labels with the variables filled.
-func (d *Docker) IdentityLabels(id Identity) map[string]string {
-	if d == nil || len(d.Labels) == 0 {
+// Labels returns the label templates with this identity's variables
+// filled (nil for none).
+func (id Identity) Labels(templates map[string]string) map[string]string {
+	if len(templates) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(d.Labels))
-	for k, v := range d.Labels {
+	out := make(map[string]string, len(templates))
+	for k, v := range templates {
 		out[k] = id.expand(v)
 	}
 	return out

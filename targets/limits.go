@@ -2,10 +2,10 @@ package targets
 
 import "time"
 
-// Declared are the per-sandbox limits a target declares, which the limit
-// probes must run past to show whether each holds. A zero field is a limit
-// the target does not declare.
-type Declared struct {
+// DeclaredLimits are the per-sandbox limits a target declares, which the
+// limit probes must run past to show whether each holds. A zero field is a
+// limit the target does not declare.
+type DeclaredLimits struct {
 	// CPUBudget is docker.cpu_time, the CPU time budget of one task.
 	CPUBudget time.Duration
 	// CPUs is docker.cpus, the share of CPU the sandbox gets (0: no cap).
@@ -29,34 +29,45 @@ type Declared struct {
 	OutputFileBytes int64
 }
 
-// DeclaredLimits returns the limits the target declares for its sandboxes
-// (the docker runner's keys, bwrap's cgroup limits and OpenSandbox's
-// memory limit; other runners declare none here). Values that do not parse count as undeclared: Load
-// refuses them first.
-func (t *Target) DeclaredLimits() Declared {
-	var l Declared
+// DeclaredLimits returns the limits the target declares for its sandboxes:
+// its runner section's (Declared) and the output's per-file bound. Values
+// that do not parse count as undeclared: Load refuses them first.
+func (t *Target) DeclaredLimits() DeclaredLimits {
 	if t == nil {
-		return l
+		return DeclaredLimits{}
 	}
+	l := t.Declared().Limits
 	if t.Output != nil {
 		l.OutputFileBytes, _ = t.Output.OutputBounds()
 	}
-	if t.OpenSandbox != nil {
+	return l
+}
+
+// Declared is what the target's runner section declares in runner-neutral
+// terms (the zero value for a target without one).
+func (t *Target) Declared() Declared {
+	switch {
+	case t == nil:
+		return Declared{}
+	case t.Section != nil:
+		return t.Section.Declared()
+	case t.Docker != nil:
+		return t.Docker.declared()
+	case t.Command != nil:
+		return Declared{Egress: t.Command.EgressProfile(), Env: t.Command.Env}
+	case t.OpenSandbox != nil:
+		var d Declared
 		if r := t.OpenSandbox.Resources; r != nil {
-			l.MemoryBytes = sizeOrZero(r.Memory)
+			d.Limits.MemoryBytes = sizeOrZero(r.Memory)
 		}
-		return l
+		return d
 	}
-	if t.Bwrap != nil {
-		b := t.Bwrap.Limits
-		l.Pids, l.CPUs, l.Nofile, l.MemoryBytes = b.PidsLimit, b.CPUs, b.NoFile, sizeOrZero(b.Memory)
-		return l
-	}
-	if t.Docker == nil {
-		return l
-	}
-	d := t.Docker
-	l.CPUBudget, l.CPUs, l.Pids = d.CPUBudget(), d.CPUs, d.PidsLimit
+	return Declared{}
+}
+
+// declared is the docker section in runner-neutral terms.
+func (d *Docker) declared() Declared {
+	l := DeclaredLimits{CPUBudget: d.CPUBudget(), CPUs: d.CPUs, Pids: d.PidsLimit}
 	for _, u := range d.Ulimits {
 		switch u.Name {
 		case "nproc":
@@ -71,7 +82,12 @@ func (t *Target) DeclaredLimits() Declared {
 		l.TmpfsBytes = max(l.TmpfsBytes, size(m.Size))
 		l.TmpfsInodes = max(l.TmpfsInodes, m.NrInodes)
 	}
-	return l
+	return Declared{
+		Limits: l, Egress: d.egressProfile(), Runtime: d.Runtime,
+		Tasks:    Tasks{Launch: d.Launch, Agent: d.Agent, CPUTime: d.CPUTime},
+		Hostname: d.Hostname, Labels: d.Labels, Env: d.Env,
+		Mounts: d.Mounts, Devices: d.Devices,
+	}
 }
 
 // sizeOrZero is ParseSize with 0 for an empty or malformed size.

@@ -11,20 +11,16 @@ func TestDeclaredLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tg.DeclaredLimits()
-	want := Declared{CPUBudget: 3 * time.Second, CPUs: tg.Docker.CPUs, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20,
+	want := DeclaredLimits{CPUBudget: 3 * time.Second, CPUs: tg.Docker.CPUs, Pids: 64, Nofile: 1024, MemoryBytes: 128 << 20,
 		ShmBytes: 8 << 20, TmpfsBytes: 32 << 20, TmpfsInodes: 4096, OutputFileBytes: 64 << 10}
 	if got != want {
 		t.Errorf("hardened reference:\n got %+v\nwant %+v", got, want)
 	}
 	osb := &Target{OpenSandbox: &OpenSandbox{Resources: &OpenSandboxResources{CPU: "1", Memory: "1Gi"}}}
-	if got := osb.DeclaredLimits(); got != (Declared{MemoryBytes: 1 << 30}) {
+	if got := osb.DeclaredLimits(); got != (DeclaredLimits{MemoryBytes: 1 << 30}) {
 		t.Errorf("opensandbox: %+v", got)
 	}
-	bw := &Target{Bwrap: &Bwrap{Limits: Limits{PidsLimit: 100, Memory: "256Mi", NoFile: 2048}}}
-	if got := bw.DeclaredLimits(); got != (Declared{Pids: 100, MemoryBytes: 256 << 20, Nofile: 2048}) {
-		t.Errorf("bwrap: %+v", got)
-	}
-	if (&Target{}).DeclaredLimits() != (Declared{}) {
+	if (&Target{}).DeclaredLimits() != (DeclaredLimits{}) {
 		t.Error("a target without a runner section declares limits")
 	}
 }

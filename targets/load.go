@@ -84,13 +84,17 @@ func Parse(name string, b []byte) (*Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var t Target
-	if err := decodeYAML(b, &t); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, decodeError(name, err))
+	problems, err := decodeTarget(name, b, &t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	sum := sha256.Sum256(b)
 	t.Path, t.Digest = name, "sha256:"+hex.EncodeToString(sum[:])
 	v := validator{name: name, src: b}
 	v.check(&t)
+	// The runner section's problems come after the common keys', where
+	// the runner's check has always put them.
+	v.errs = append(v.errs, problems...)
 	if len(v.errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, v.errs)
 	}
@@ -204,6 +208,13 @@ func (v *validator) check(t *Target) {
 		v.checkAttribution(t.Attribution)
 	}
 	v.checkTasks(t)
+	if _, ok := sectionDecoder(t.Runner); ok {
+		// A runner whose package owns its section: its decoder checked it.
+		if t.Section == nil {
+			v.add("$.runner", "runner %s needs %s %s: section", t.Runner, article(t.Runner), t.Runner)
+		}
+		return
+	}
 	switch t.Runner {
 	case "docker":
 		if t.Docker == nil {
@@ -218,18 +229,6 @@ func (v *validator) check(t *Target) {
 		if t.Inputs != nil {
 			v.checkInputsClash(t.Inputs, t.Docker)
 		}
-	case "bwrap":
-		if t.Bwrap == nil {
-			v.add("$.runner", "runner bwrap needs a bwrap: section")
-			return
-		}
-		v.checkBwrap(t.Bwrap)
-	case "process":
-		if t.Process == nil {
-			v.add("$.runner", "runner process needs a process: section")
-			return
-		}
-		v.checkProcess(t.Process)
 	case "command":
 		if t.Command == nil {
 			v.add("$.runner", "runner command needs a command: section")
@@ -257,7 +256,7 @@ func (v *validator) check(t *Target) {
 	case "":
 		v.add("$.runner", "is required")
 	default:
-		v.add("$.runner", "%q is not a known runner (known: docker, bwrap, process, command, gateway, opensandbox, kubernetes)", t.Runner)
+		v.add("$.runner", "%q is not a known runner (known: %s)", t.Runner, strings.Join(knownRunners(), ", "))
 	}
 }
 
@@ -411,7 +410,7 @@ func ParseSize(s string) (int64, error) {
 // RunDirVar is the mount source prefix that names the run's own folder.
 const RunDirVar = "${SANDCHECK_RUN_DIR}"
 
-// ResolveMounts returns the docker mounts with ${SANDCHECK_RUN_DIR} expanded
+// ResolveMounts returns the declared mounts with ${SANDCHECK_RUN_DIR} expanded
 // and relative sources made absolute against the target file's folder. It
 // creates missing sources only inside runDir, the run's own folder.
 func (t *Target) ResolveMounts(runDir string) ([]Mount, error) {
@@ -426,15 +425,8 @@ func (t *Target) CheckMounts() error {
 }
 
 func (t *Target) resolveMounts(runDir string, create bool) ([]Mount, error) {
-	var mounts []Mount
-	switch {
-	case t.Docker != nil:
-		mounts = t.Docker.Mounts
-	case t.Bwrap != nil:
-		// bwrap's binds are host folders in the sandbox as docker's
-		// mounts are: the harness plants its honeyfiles in them too.
-		mounts = t.Bwrap.Binds
-	default:
+	mounts := t.Declared().Mounts
+	if mounts == nil {
 		return nil, nil
 	}
 	base := filepath.Dir(t.Path)
@@ -519,14 +511,15 @@ func (t *Target) SeccompPath() string {
 	return p
 }
 
-// ResolveDevices returns the docker devices with the harness's loop device
+// ResolveDevices returns the declared devices with the harness's loop device
 // (BlockCanarySource) replaced by blockCanary, the path the harness made.
 func (t *Target) ResolveDevices(blockCanary string) ([]Device, error) {
-	if t.Docker == nil {
+	devices := t.Declared().Devices
+	if devices == nil {
 		return nil, nil
 	}
-	out := make([]Device, 0, len(t.Docker.Devices))
-	for _, d := range t.Docker.Devices {
+	out := make([]Device, 0, len(devices))
+	for _, d := range devices {
 		if d.Source == BlockCanarySource {
 			if blockCanary == "" {
 				return nil, fmt.Errorf("device %s of target %s: the harness made no block canary", d.Target, t.Path)

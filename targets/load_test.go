@@ -19,7 +19,7 @@ func TestFixturesLoad(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if !strings.HasPrefix(tg.Digest, "sha256:") || (tg.Docker == nil && tg.Bwrap == nil && tg.Process == nil && tg.Command == nil && tg.Gateway == nil && tg.OpenSandbox == nil) {
+		if !strings.HasPrefix(tg.Digest, "sha256:") || (tg.Docker == nil && tg.Section == nil && tg.Command == nil && tg.Gateway == nil && tg.OpenSandbox == nil) {
 			t.Errorf("%s: digest %q docker %v", f, tg.Digest, tg.Docker)
 		}
 	}

@@ -41,13 +41,12 @@ func FuzzParse(f *testing.F) {
 // hasRunnerSection reports whether the target carries the section its
 // runner reads.
 func hasRunnerSection(tg *Target) bool {
+	if tg.Section != nil {
+		return true
+	}
 	switch tg.Runner {
 	case "docker":
 		return tg.Docker != nil
-	case "bwrap":
-		return tg.Bwrap != nil
-	case "process":
-		return tg.Process != nil
 	case "command":
 		return tg.Command != nil
 	case "gateway":

@@ -28,11 +28,6 @@ type Target struct {
 	Description string `yaml:"description,omitempty"`
 	// Docker configures the docker runner; required when Runner is docker.
 	Docker *Docker `yaml:"docker,omitempty"`
-	// Bwrap configures the bwrap runner; required when Runner is bwrap.
-	Bwrap *Bwrap `yaml:"bwrap,omitempty"`
-	// Process configures the process runner; required when Runner is
-	// process.
-	Process *Process `yaml:"process,omitempty"`
 	// Command configures the command runner (a platform driven through its
 	// own command-line tool); required when Runner is command.
 	Command *Command `yaml:"command,omitempty"`
@@ -62,6 +57,11 @@ type Target struct {
 	// carry each sandbox's run, task and policy identity (nil: the
 	// sandboxes' labels must name sandcheck's run, target and task).
 	Attribution *Attribution `yaml:"attribution,omitempty"`
+
+	// Section is the runner's own section (the key named as the runner),
+	// decoded and validated by the runner's package (set by Load for a
+	// runner registered through runners.RegisterPlugin; nil otherwise).
+	Section Section `yaml:"-"`
 
 	// Path is the file the target was read from (set by Load).
 	Path string `yaml:"-"`
@@ -178,10 +178,7 @@ type Device struct {
 // UsesBlockCanary reports whether a device of the target is the harness's
 // loop device.
 func (t *Target) UsesBlockCanary() bool {
-	if t.Docker == nil {
-		return false
-	}
-	for _, d := range t.Docker.Devices {
+	for _, d := range t.Declared().Devices {
 		if d.Source == BlockCanarySource {
 			return true
 		}
@@ -203,17 +200,14 @@ var EgressProfiles = []string{EgressNone, EgressMirrorOnly, EgressBrokerOnly, Eg
 
 // EgressProfile is the target's effective egress profile: the declared one,
 // or none for a sandbox without a network and open otherwise.
-func (t *Target) EgressProfile() string {
-	if t.Command != nil {
-		return t.Command.EgressProfile()
+func (t *Target) EgressProfile() string { return t.Declared().Egress }
+
+// egressProfile is docker's egress key, or what its network implies.
+func (d *Docker) egressProfile() string {
+	if d.Egress != "" {
+		return d.Egress
 	}
-	if t.Docker == nil {
-		return ""
-	}
-	if t.Docker.Egress != "" {
-		return t.Docker.Egress
-	}
-	if t.Docker.Network == "none" {
+	if d.Network == "none" {
 		return EgressNone
 	}
 	return EgressOpen

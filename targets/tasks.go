@@ -6,9 +6,9 @@ import (
 )
 
 // Tasks is how the platform hands work to its sandboxes, whatever runner
-// starts them. The docker section's launch, agent and cpu_time keys and
-// the bwrap section's launch key say the same and are read when tasks:
-// does not (a value in both places must agree).
+// starts them. A runner section may carry the same keys (docker's launch,
+// agent and cpu_time; bwrap's launch), read when tasks: does not give them
+// (a value in both places must agree).
 type Tasks struct {
 	// Launch is how the platform hands work to a sandbox: "exec" (one
 	// long-lived sandbox per session, each task run in it; the default)
@@ -79,14 +79,22 @@ type taskAlias struct {
 }
 
 func (t *Target) taskAliases() []taskAlias {
-	var out []taskAlias
-	if t.Docker != nil {
-		out = append(out, taskAlias{"$.docker", Tasks{Launch: t.Docker.Launch, Agent: t.Docker.Agent, CPUTime: t.Docker.CPUTime}})
+	d := t.Declared()
+	if d.Tasks == (Tasks{}) {
+		return nil
 	}
-	if t.Bwrap != nil {
-		out = append(out, taskAlias{"$.bwrap", Tasks{Launch: t.Bwrap.Launch}})
+	return []taskAlias{{t.sectionPath(), d.Tasks}}
+}
+
+// sectionPath is the YAML path of the target's runner section.
+func (t *Target) sectionPath() string {
+	switch {
+	case t.Section != nil:
+		return "$." + t.Runner
+	case t.Docker != nil:
+		return "$.docker"
 	}
-	return out
+	return "$." + t.Runner
 }
 
 // checkTasks checks tasks: and that a key given both there and in a

@@ -271,22 +271,24 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 	}
 }
 
-// preflight makes, before anything starts, every check `targets validate`
-// makes of a docker target, and sweeps away what earlier runs that were
-// killed left on the host (their sandboxes, networks, rules and run
+// preflight makes, before a docker target's run starts, every check
+// `targets validate` makes of it, and sweeps away what earlier runs that
+// were killed left on the host (their sandboxes, networks, rules and run
 // folders, found by the harness's own labels and names; live runs' things
-// are kept). A sweep that cannot reach the engine is no reason to stop a
-// run that may not need it.
+// are kept). Another runner's run does no Docker work here (`sandcheck
+// cleanup` sweeps for any). A sweep that cannot reach the engine is no
+// reason to stop a run that may not need it.
 func preflight(ctx context.Context, stderr io.Writer, cfg engine.Config, tg *targets.Target) error {
+	if tg.Runner != "docker" {
+		return nil
+	}
 	if err := docker.Ping(ctx); err != nil {
 		// No engine: the run itself finds that and records it in its
 		// evidence (exit 2), so nothing is checked or swept here.
 		return nil
 	}
-	if tg.Runner == "docker" {
-		if err := docker.Preflight(ctx, tg, cfg.ProbeBinary); err != nil {
-			return harness(err)
-		}
+	if err := docker.Preflight(ctx, tg, cfg.ProbeBinary); err != nil {
+		return harness(err)
 	}
 	removed, _, err := docker.Sweep(ctx, docker.SweepOptions{OnLockWait: func(holder string) {
 		fmt.Fprintf(stderr, "sandcheck: waiting up to 5s for the harness lock, held by %s, to sweep what earlier runs left (a live run's network is left alone)\n", holder)

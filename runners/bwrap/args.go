@@ -121,7 +121,7 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	r, cfg := sb.r, sb.r.cfg
 	var a []string
 	a = append(a, sb.common()...)
-	for _, ns := range targets.BwrapNamespaces {
+	for _, ns := range Namespaces {
 		if cfg.Unshares(ns) {
 			a = append(a, "--unshare-"+ns)
 		}

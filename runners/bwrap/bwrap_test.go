@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sandcheck/sandcheck/runners"
-	"github.com/sandcheck/sandcheck/targets"
 )
 
 // fakeProbeDir builds the conformance suite's stand-in probe into a folder
@@ -34,7 +33,7 @@ func fakeProbeDir(t *testing.T) string {
 	return dir
 }
 
-func startSandbox(t *testing.T, cfg targets.Bwrap, dir string, spec runners.SandboxSpec) *Sandbox {
+func startSandbox(t *testing.T, cfg Config, dir string, spec runners.SandboxSpec) *Sandbox {
 	t.Helper()
 	r, err := New(cfg, dir)
 	if err != nil {

@@ -21,13 +21,13 @@ func requireBwrap(t *testing.T) {
 }
 
 // loadTarget reads a reference target's bwrap section.
-func loadTarget(t *testing.T, name string) (targets.Bwrap, string) {
+func loadTarget(t *testing.T, name string) (Config, string) {
 	t.Helper()
 	tg, err := targets.Load("../../fixtures/targets/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return *tg.Bwrap, "../../fixtures/targets"
+	return *tg.Section.(*Config), "../../fixtures/targets"
 }
 
 func TestConformance(t *testing.T) {
@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 	weak.Network = "none"
 	weak.Unshare = []string{"net"}
 	weak.Binds = nil // the run's folder is the engine's
-	for name, cfg := range map[string]targets.Bwrap{"hardened": hardened, "weak": weak} {
+	for name, cfg := range map[string]Config{"hardened": hardened, "weak": weak} {
 		t.Run(name, func(t *testing.T) {
 			runnertest.Run(t, runnertest.Config{
 				New: func(t *testing.T) runners.Runner {

@@ -14,8 +14,11 @@ import (
 	"github.com/sandcheck/sandcheck/targets"
 )
 
-// The bwrap runner registers itself under the target's `runner: bwrap`.
-func init() { runners.Register("bwrap", Open) }
+// The bwrap runner registers itself, and its section, under the target's
+// `runner: bwrap`.
+func init() {
+	runners.RegisterPlugin(runners.Plugin{Name: "bwrap", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema})
+}
 
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
@@ -29,13 +32,14 @@ var (
 // harness's tmpfs mounts, the expanded environment). Devices cannot be put
 // into a bwrap sandbox by this runner: a run that prepared some is refused.
 func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.Runner, error) {
-	if tg.Bwrap == nil {
+	sec, ok := tg.Section.(*Config)
+	if !ok {
 		return nil, fmt.Errorf("target %s has no bwrap section", tg.Path)
 	}
 	if len(env.Devices) > 0 {
 		return nil, errors.New("the bwrap runner cannot put devices into a sandbox")
 	}
-	cfg := *tg.Bwrap
+	cfg := *sec
 	base := filepath.Dir(tg.Path)
 	var binds []targets.Mount
 	for _, m := range cfg.Binds {

@@ -83,7 +83,7 @@ const (
 // Runner starts bwrap sandboxes for one target. It is safe for concurrent
 // use.
 type Runner struct {
-	cfg      targets.Bwrap
+	cfg      Config
 	seccomp  []byte // compiled program; nil when unconfined
 	hostUID  int
 	hostGID  int
@@ -104,7 +104,7 @@ func WithDocker(c client.NetworkAPIClient) Option { return process.WithDocker(c)
 
 // New checks the configuration and compiles its seccomp profile. baseDir
 // resolves a relative profile path (the target file's folder).
-func New(cfg targets.Bwrap, baseDir string, opts ...Option) (*Runner, error) {
+func New(cfg Config, baseDir string, opts ...Option) (*Runner, error) {
 	r := &Runner{cfg: cfg}
 	var err error
 	if r.hostUID, r.hostGID, err = parseUser(cfg.HostUser); err != nil {
@@ -164,7 +164,7 @@ var allCaps = []string{"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "
 // keptCaps are the capabilities (CAP_ names) the configuration leaves the
 // sandbox's user, for the seccomp profile's capability conditions. bwrap
 // gives a sandbox whose user is not root no capabilities unless added.
-func keptCaps(cfg targets.Bwrap) []string {
+func keptCaps(cfg Config) []string {
 	var kept []string
 	uid, _, err := parseUser(cfg.User)
 	if cfg.User == "" {

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(copyDir) })
 	runnertest.Run(t, runnertest.Config{
 		New: func(t *testing.T) runners.Runner {
-			r, err := New(targets.Process{Network: "none", Limits: targets.Limits{PidsLimit: 64, Memory: "128Mi", CPUs: 1}})
+			r, err := New(Config{Network: "none", Limits: targets.Limits{PidsLimit: 64, Memory: "128Mi", CPUs: 1}})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}

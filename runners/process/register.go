@@ -11,8 +11,11 @@ import (
 	"github.com/sandcheck/sandcheck/targets"
 )
 
-// The process runner registers itself under the target's `runner: process`.
-func init() { runners.Register("process", Open) }
+// The process runner registers itself, and its section, under the
+// target's `runner: process`.
+func init() {
+	runners.RegisterPlugin(runners.Plugin{Name: "process", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema})
+}
 
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
@@ -45,13 +48,14 @@ func (j *Joined) Get() *netharness.Network {
 // host's file system, so the run's mounts, tmpfs and devices cannot be put
 // anywhere: a run that prepared some is refused.
 func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.Runner, error) {
-	if tg.Process == nil {
+	sec, ok := tg.Section.(*Config)
+	if !ok {
 		return nil, fmt.Errorf("target %s has no process section", tg.Path)
 	}
 	if len(env.Mounts) > 0 || len(env.Tmpfs) > 0 || len(env.Devices) > 0 {
 		return nil, errors.New("the process runner has no file system of its own: it cannot take mounts, tmpfs or devices")
 	}
-	cfg := *tg.Process
+	cfg := *sec
 	if env.Env != nil {
 		cfg.Env = env.Env
 	}

@@ -35,7 +35,6 @@ import (
 
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
-	"github.com/sandcheck/sandcheck/targets"
 )
 
 var (
@@ -50,11 +49,11 @@ var (
 // concurrent use.
 type Runner struct {
 	Base
-	cfg targets.Process
+	cfg Config
 }
 
 // New returns a runner for the target's process section.
-func New(cfg targets.Process, opts ...Option) (*Runner, error) {
+func New(cfg Config, opts ...Option) (*Runner, error) {
 	if cfg.Network != "none" && cfg.Network != "harness" {
 		return nil, fmt.Errorf("process configuration: network %q is not none or harness", cfg.Network)
 	}
