@@ -26,6 +26,7 @@ var namedElsewhere = map[string]map[string]string{
 		"reports/compare.go":         "the comparison matrix orders and describes kinds by runner name (debt: a runner could declare its kind)",
 		"reports/risks.go":           "the risk register classes runners by name (debt: a runner could declare its isolation class and locality)",
 		"internal/doctor/host.go":    "not the runner: doctor looks for the bwrap program on the host",
+		"internal/doctor/doctor.go":  "doctor --target maps a bwrap target to the bubblewrap check it needs (debt: a runner could declare the host programs it needs)",
 		"probes/impl/fingerprint.go": "not the runner: the probe recognises a bwrap init from inside the box",
 	},
 	"process": {
