@@ -143,19 +143,14 @@ func runBridge(t *testing.T, out string) string {
 		if runID == "" {
 			continue
 		}
-		id, err := exec.Command("docker", "network", "ls", "-q", "--filter", "label=sandcheck.run="+runID).Output()
-		if err != nil || len(strings.Fields(string(id))) != 1 {
-			continue
-		}
-		b, err := exec.Command("docker", "network", "inspect", "-f", `{{index .Options "com.docker.network.bridge.name"}}`, strings.TrimSpace(string(id))).Output()
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "scbr-") {
+		if b := bridgeOf(runID); b != "" {
 			// The fence goes up right after the bridge: wait for it too.
 			for until := time.Now().Add(20 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
-				if r6, err := exec.Command("ip6tables", "-S").Output(); err == nil && strings.Contains(string(r6), strings.TrimSpace(string(b))) {
+				if r6, err := exec.Command("ip6tables", "-S").Output(); err == nil && strings.Contains(string(r6), b) {
 					break
 				}
 			}
-			return strings.TrimSpace(string(b))
+			return b
 		}
 	}
 	return ""

@@ -163,12 +163,14 @@ func (k killedRun) leftovers(t *testing.T) []string {
 	return left
 }
 
-// bridgeOf is the bridge of the harness network labelled with runID, or "".
+// bridgeOf is the bridge of the harness network of runID, or "".
 func bridgeOf(runID string) string {
 	if runID == "" {
 		return ""
 	}
-	ids := dockerLines("network", "ls", "-q", "--filter", "label=sandcheck.run="+runID)
+	// Only the harness network: a teardown probe in a weak sandbox makes
+	// networks of its own, labelled with the run too.
+	ids := dockerLines("network", "ls", "-q", "--filter", "label=sandcheck.run="+runID, "--filter", "label=sandcheck.harness=1")
 	if len(ids) != 1 {
 		return ""
 	}
