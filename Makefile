@@ -24,7 +24,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup setup-run build probe-embed images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -45,12 +45,17 @@ build: ## build bin/sandcheck-probe (static) and bin/sandcheck
 # The CLI embeds the probe (probebin/), so a binary installed with `go
 # install` runs targets with nothing beside it; probebin's drift test fails
 # when the probe's sources change without this.
-probe-embed: ## rebuild the probe embedded in the CLI (probebin/sandcheck-probe.linux-amd64.gz); run after changing the probe's code
+probe-embed: ## rebuild the probes embedded in the CLI (probebin/sandcheck-probe.linux-{amd64,arm64}.gz); run after changing the probe's code
 	tmp=$$(mktemp -d)
 	trap 'rm -rf "$$tmp"' EXIT
-	bash scripts/build-probe.sh "$$tmp/sandcheck-probe"
-	gzip -n -9 <"$$tmp/sandcheck-probe" >probebin/sandcheck-probe.linux-amd64.gz
-	echo "probe-embed: probebin/sandcheck-probe.linux-amd64.gz ($$(stat -c %s probebin/sandcheck-probe.linux-amd64.gz) bytes)"
+	for arch in amd64 arm64; do
+		bash scripts/build-probe.sh "$$tmp/sandcheck-probe.$$arch" $$arch
+		gzip -n -9 <"$$tmp/sandcheck-probe.$$arch" >probebin/sandcheck-probe.linux-$$arch.gz
+		echo "probe-embed: probebin/sandcheck-probe.linux-$$arch.gz ($$(stat -c %s probebin/sandcheck-probe.linux-$$arch.gz) bytes)"
+	done
+
+release: ## versioned, stripped, signed artifacts for linux/amd64 and arm64 in dist/VERSION: CLI, probe, tool image, SBOMs, SHA256SUMS, signed bundle (KEY=cosign.key, COSIGN_PASSWORD; scripts/release.sh)
+	bash scripts/release.sh $(DIST)
 
 images: ## build the first-party images (no-op when up to date)
 	@bash scripts/build-images.sh

@@ -2,8 +2,10 @@ package probebin
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,35 +13,67 @@ import (
 	"testing"
 )
 
-// TestEmbeddedProbeIsCurrent rebuilds the probe from the sources of this
-// checkout exactly as `make probe-embed` does and requires the embedded copy
-// to be that binary: a change to the probe's code without `make probe-embed`
-// would otherwise ship a CLI whose probe is not the code under review.
+// TestEmbeddedProbeIsCurrent rebuilds the probe for each architecture the
+// CLI embeds one for, from the sources of this checkout exactly as `make
+// probe-embed` does, and requires each embedded copy to be that binary: a
+// change to the probe's code without `make probe-embed` would otherwise
+// ship a CLI whose probe is not the code under review. The running
+// architecture's copy must also be what Binary returns.
 func TestEmbeddedProbeIsCurrent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the probe: not in -short")
 	}
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skipf("the embedded probe is linux/amd64 only; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	if runtime.GOOS != "linux" {
+		t.Skipf("the embedded probes are for linux; this is %s", runtime.GOOS)
 	}
-	got, digest, err := Binary()
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) {
+			file := "sandcheck-probe.linux-" + arch + ".gz"
+			got := gunzipFile(t, file)
+			out := filepath.Join(t.TempDir(), "sandcheck-probe")
+			cmd := exec.Command("bash", "../scripts/build-probe.sh", out, arch)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("building the probe: %v\n%s", err, b)
+			}
+			want, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				gs, ws := sha256.Sum256(got), sha256.Sum256(want)
+				t.Fatalf("the embedded probe (sha256 %s, %d bytes) is not what the probe's sources build (sha256 %s, %d bytes): run `make probe-embed` and commit probebin/%s",
+					hex.EncodeToString(gs[:]), len(got), hex.EncodeToString(ws[:]), len(want), file)
+			}
+			if arch != runtime.GOARCH {
+				return
+			}
+			emb, _, err := Binary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(emb, want) {
+				t.Fatalf("Binary() is not probebin/%s", file)
+			}
+		})
+	}
+}
+
+func gunzipFile(t *testing.T, name string) []byte {
+	t.Helper()
+	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "sandcheck-probe")
-	cmd := exec.Command("bash", "../scripts/build-probe.sh", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the probe: %v\n%s", err, b)
-	}
-	want, err := os.ReadFile(out)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", name, err)
 	}
-	if !bytes.Equal(got, want) {
-		sum := sha256.Sum256(want)
-		t.Fatalf("the embedded probe (sha256 %s, %d bytes) is not what the probe's sources build (sha256 %s, %d bytes): run `make probe-embed` and commit probebin/sandcheck-probe.linux-amd64.gz",
-			digest, len(got), hex.EncodeToString(sum[:]), len(want))
+	b, err := io.ReadAll(io.LimitReader(zr, maxProbe+1))
+	if err != nil || len(b) > maxProbe {
+		t.Fatalf("%s: %d bytes, %v", name, len(b), err)
 	}
+	return b
 }
 
 // TestPathWritesAndRepairs extracts the probe into an empty cache, then

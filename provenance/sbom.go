@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -32,27 +33,46 @@ func GenerateSBOM(ctx context.Context, ref name.Digest) ([]byte, error) {
 	cfg := syft.DefaultGetSourceConfig().
 		WithSources("registry").
 		WithRegistryOptions(&image.RegistryOptions{InsecureUseHTTP: true})
-	src, err := syft.GetSource(ctx, ref.String(), cfg)
+	return catalog(ctx, ref.String(), cfg)
+}
+
+// GenerateFileSBOM catalogs a local file with syft and returns the SBOM as
+// SPDX JSON: an image archive (`docker save`, OCI archive) is read as the
+// image it holds, any other file as itself (a Go binary's modules come from
+// its build information).
+func GenerateFileSBOM(ctx context.Context, path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s for its SBOM: %w", ref, err)
+		return nil, fmt.Errorf("cataloging %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("cataloging %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return catalog(ctx, path, syft.DefaultGetSourceConfig().WithSources("file"))
+}
+
+func catalog(ctx context.Context, input string, cfg *syft.GetSourceConfig) ([]byte, error) {
+	src, err := syft.GetSource(ctx, input, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s for its SBOM: %w", input, err)
 	}
 	defer src.Close()
 	cfg2 := syft.DefaultCreateSBOMConfig().WithTool("sandcheck", "dev")
 	lctx, err := licenseContext(cfg2)
 	if err != nil {
-		return nil, fmt.Errorf("cataloging %s: %w", ref, err)
+		return nil, fmt.Errorf("cataloging %s: %w", input, err)
 	}
 	s, err := syft.CreateSBOM(withValues(ctx, lctx), src, cfg2)
 	if err != nil {
-		return nil, fmt.Errorf("cataloging %s: %w", ref, err)
+		return nil, fmt.Errorf("cataloging %s: %w", input, err)
 	}
 	enc, err := spdxjson.NewFormatEncoderWithConfig(spdxjson.DefaultEncoderConfig())
 	if err != nil {
-		return nil, fmt.Errorf("encoding the SBOM of %s: %w", ref, err)
+		return nil, fmt.Errorf("encoding the SBOM of %s: %w", input, err)
 	}
 	var buf bytes.Buffer
 	if err := enc.Encode(&buf, *s); err != nil {
-		return nil, fmt.Errorf("encoding the SBOM of %s: %w", ref, err)
+		return nil, fmt.Errorf("encoding the SBOM of %s: %w", input, err)
 	}
 	return buf.Bytes(), nil
 }

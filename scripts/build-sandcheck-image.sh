@@ -14,7 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly root
 readonly tag=${1:-sandcheck:dev}
 readonly BUSYBOX=${BUSYBOX:-/bin/busybox}
-version=$(git -C "$root" describe --always --dirty 2>/dev/null || echo dev)
+version=${VERSION:-$(git -C "$root" describe --always --dirty 2>/dev/null || echo dev)}
 readonly version
 
 say() { printf 'sandcheck-image: %s\n' "$*"; }

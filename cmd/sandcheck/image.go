@@ -237,19 +237,26 @@ func imageSBOMCmd() *cobra.Command {
 	var out string
 	var list bool
 	c := &cobra.Command{
-		Use:   "sbom REF [-o FILE]",
-		Short: "Catalog an image in a loopback registry with syft; writes SPDX JSON",
+		Use:   "sbom REF|file:PATH [-o FILE]",
+		Short: "Catalog an image in a loopback registry, or a local file (an image archive or a binary), with syft; writes SPDX JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
-			dig, err := resolveArg(ctx, args[0])
-			if err != nil {
-				return harness(err)
-			}
-			b, err := provenance.GenerateSBOM(ctx, dig)
-			if err != nil {
-				return harness(err)
+			var b []byte
+			if path, ok := strings.CutPrefix(args[0], "file:"); ok {
+				var err error
+				if b, err = provenance.GenerateFileSBOM(ctx, path); err != nil {
+					return harness(err)
+				}
+			} else {
+				dig, err := resolveArg(ctx, args[0])
+				if err != nil {
+					return harness(err)
+				}
+				if b, err = provenance.GenerateSBOM(ctx, dig); err != nil {
+					return harness(err)
+				}
 			}
 			if list {
 				pk, err := provenance.ParseSBOM(b)
@@ -261,9 +268,10 @@ func imageSBOMCmd() *cobra.Command {
 				}
 			}
 			if out == "" || out == "-" {
-				if !list {
-					_, err = cmd.OutOrStdout().Write(b)
+				if list {
+					return nil
 				}
+				_, err := cmd.OutOrStdout().Write(b)
 				return err
 			}
 			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
