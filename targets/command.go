@@ -1,7 +1,9 @@
 package targets
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -157,6 +159,45 @@ func (v *validator) checkCommand(c *Command) {
 		v.add("$.command.egress", "%q is not one of %v", c.Egress, EgressProfiles)
 	}
 	v.checkEnv("$.command.env", c.Env)
+}
+
+// CheckPrograms looks up the program of every command step the way the
+// command runner will start it (exec.LookPath: a bare name on PATH, a path
+// with a slash as it stands), so a target naming a program this machine
+// does not have is refused before anything runs, with file, line, field and
+// program. It checks the host, so Load does not make it; `targets
+// validate` and the runner do. A target without a command section passes.
+func (t *Target) CheckPrograms() error {
+	if t.Command == nil {
+		return nil
+	}
+	c := t.Command
+	v := validator{name: t.Path, src: t.src}
+	for _, s := range []struct {
+		name string
+		argv []string
+	}{{"create", c.Create}, {"exec", c.Exec}, {"copy_in", c.CopyIn}, {"destroy", c.Destroy},
+		{"destroy_by_name", c.DestroyByName}, {"spawn", c.Spawn}, {"list", c.List}} {
+		if len(s.argv) == 0 {
+			continue
+		}
+		if _, err := exec.LookPath(s.argv[0]); err != nil {
+			v.add("$.command."+s.name+"[0]", "program %q cannot be run here: %v", s.argv[0], unwrapExec(err))
+		}
+	}
+	if len(v.errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalid, v.errs)
+	}
+	return nil
+}
+
+// unwrapExec drops exec.Error's repetition of the program's name.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
 }
 
 // EgressProfile is the declared egress profile, or none without the

@@ -47,6 +47,9 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	if len(env.Mounts) > 0 || len(env.Devices) > 0 || len(env.Tmpfs) > 0 {
 		return nil, fmt.Errorf("target %s: the command runner cannot mount host folders, devices or tmpfs into a platform's sandbox (declare no inputs, bind output or mounts)", tg.Path)
 	}
+	if err := tg.CheckPrograms(); err != nil {
+		return nil, err
+	}
 	dir, err := filepath.Abs(filepath.Dir(tg.Path))
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", tg.Path, err)
