@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -37,6 +38,27 @@ type Runner struct {
 	dir   string
 	env   map[string]string
 	log   *slog.Logger
+
+	mu    sync.Mutex
+	stuck error // set once the exec step is found hung (checkExec)
+}
+
+// execStuck is the error that found the exec step hung, or nil.
+func (r *Runner) execStuck() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stuck
+}
+
+// setStuck records that the exec step is hung and returns the error every
+// later Exec returns (the first one found).
+func (r *Runner) setStuck(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stuck == nil {
+		r.stuck = err
+	}
+	return r.stuck
 }
 
 // Open is the command backend's runners.OpenFunc.
@@ -165,6 +187,9 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	r.log.Debug("created", "sandbox", id, "seconds", time.Since(t0).Seconds())
 	if err := s.deliver(sctx, spec.ProbeDir); err != nil {
 		return nil, s.failStart(err)
+	}
+	if len(r.cfg.List) > 0 {
+		return listedSandbox{s}, nil
 	}
 	return s, nil
 }
