@@ -47,7 +47,9 @@ type Command struct {
 	// ("uid"), ${ARGV} or ${ARGV_SHELL}, ${ENV_ARGS}.
 	Spawn []string `yaml:"spawn,omitempty"`
 	// List prints the IDs of the platform's live sandboxes, one a line
-	// (optional; tests use it to prove nothing was left). No variables.
+	// (optional; after each destroy the runner checks the sandbox is no
+	// longer listed, and one still listed is a teardown leftover). No
+	// variables.
 	List []string `yaml:"list,omitempty"`
 	// EnvArg is repeated once per environment variable where a step has
 	// ${ENV_ARGS}, with ${KEY} and ${VALUE} filled (e.g. ["-e",
