@@ -179,17 +179,15 @@ func hashTree(dir string) (files map[string]string, odd []string, err error) {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir():
-			return nil
-		case rel == BundleFile && d.Type().IsRegular():
-			return nil
-		case !d.Type().IsRegular():
-			odd = append(odd, fmt.Sprintf("%s: %s, not a regular file (not followed)", rel, kind(d.Type())))
+		if d.IsDir() || (rel == BundleFile && d.Type().IsRegular()) {
 			return nil
 		}
 		if len(files)+len(odd) >= maxBundleFiles {
 			return fmt.Errorf("more than %d files", maxBundleFiles)
+		}
+		if !d.Type().IsRegular() {
+			odd = append(odd, fmt.Sprintf("%s: %s, not a regular file (not followed)", rel, kind(d.Type())))
+			return nil
 		}
 		dg, err := fileDigest(p)
 		if errors.Is(err, errNotRegular) {
