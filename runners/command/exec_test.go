@@ -54,6 +54,10 @@ func TestHungExecIsAHarnessError(t *testing.T) {
 	if !errors.Is(err2, runners.ErrExecStuck) || err2.Error() != err.Error() || time.Since(t1) > time.Second {
 		t.Fatalf("later exec: %v after %s, want the same error at once", err2, time.Since(t1))
 	}
+	// Nor does a stuck runner start another sandbox.
+	if _, err := r.Start(t.Context(), runners.SandboxSpec{Name: "t", ProbeDir: t.TempDir()}); !errors.Is(err, runners.ErrStart) || !errors.Is(err, runners.ErrExecStuck) {
+		t.Fatalf("start after the exec step hung: %v", err)
+	}
 }
 
 // A probe that hangs while the platform's exec still answers (list

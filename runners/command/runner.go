@@ -140,6 +140,10 @@ func stepErr(step string, argv []string, res runners.ExitResult) error {
 // Start implements runners.Runner: create, copy the probe folder's files
 // in, and check the probe binary answers.
 func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.Sandbox, error) {
+	if err := r.execStuck(); err != nil {
+		// No probe could run in it: make nothing, say why once.
+		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
+	}
 	timeout := r.cfg.CommandTimeout()
 	if spec.StartTimeout > 0 {
 		timeout = spec.StartTimeout
