@@ -172,3 +172,107 @@ func BenchmarkCommandStart(b *testing.B) {
 	}
 	benchStart(b, "command", "fixtures/targets/command-hardened.yaml")
 }
+
+// dockerCLITarget writes a command target driving the docker CLI with no
+// network, its sandboxes labelled label, with exec and destroy as given
+// (YAML flow sequences), and returns its path.
+func dockerCLITarget(t *testing.T, label, execStep, destroyStep string) string {
+	t.Helper()
+	src := fmt.Sprintf(`schema: sandcheck.dev/target/v1
+name: command-e2e
+runner: command
+image: sandcheck/runner:dev
+profile: no-network-transform
+command:
+  network: none
+  timeout: 5s
+  create: [docker, run, --detach, --name, "${NAME}", --label, %q, --network, none, --user, "65534:65534",
+    --cap-drop, ALL, --mount, "type=volume,dst=/.sandcheck", "${IMAGE}", sleep, "3600"]
+  exec: %s
+  copy_in: [docker, cp, "${SRC}", "${ID}:${DST}"]
+  destroy: %s
+  destroy_by_name: [docker, rm, --force, --volumes, "${NAME}"]
+  list: [docker, ps, --all, --quiet, --no-trunc, --filter, %q]
+`, label, execStep, destroyStep, "label="+label)
+	p := filepath.Join(t.TempDir(), "command-e2e.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// removeLabelled removes every container carrying label.
+func removeLabelled(t *testing.T, label string) {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "--all", "--quiet", "--filter", "label="+label).Output()
+	if err != nil {
+		t.Errorf("listing containers: %v", err)
+		return
+	}
+	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		if b, err := exec.Command("docker", append([]string{"rm", "--force", "--volumes"}, ids...)...).CombinedOutput(); err != nil {
+			t.Errorf("removing %v: %v: %s", ids, err, b)
+		}
+	}
+}
+
+// A platform whose exec step hangs after the sandbox started (the probe
+// binary answered its list once, then nothing returns) is a harness error:
+// exit 2, one message naming the exec step and its bounds. Before, every
+// probe was an inconclusive timeout and the run exited 1.
+func TestCommandHungExecExitsTwo(t *testing.T) {
+	label := "sandcheck.e2e=hung-exec-" + fmt.Sprint(os.Getpid())
+	t.Cleanup(func() { removeLabelled(t, label) })
+	mark := filepath.Join(t.TempDir(), "answered-once")
+	script := fmt.Sprintf(`if [ -e %s ]; then exec sleep 600; fi; touch %s; exec docker exec "$@"`, mark, mark)
+	tg := dockerCLITarget(t, label, fmt.Sprintf(`[sh, -c, %q, hung-exec, "${ID}", "${ARGV}"]`, script), `[docker, rm, --force, --volumes, "${ID}"]`)
+	r := sandcheck(t, "run", "--target", tg, "--probes", "privilege.[rdn]*", "-q")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("stderr:\n%s", r.stderr)
+	lines := 0
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(l, "the platform's exec step is hung") {
+			lines++
+			for _, want := range []string{"command exec (sh)", "nor within 5s", "sandcheck-probe list"} {
+				if !strings.Contains(l, want) {
+					t.Errorf("the message does not say %q: %s", want, l)
+				}
+			}
+		}
+	}
+	if lines != 1 {
+		t.Errorf("want one line naming the hung exec step, got %d:\n%s", lines, r.stderr)
+	}
+	if rec := r.mustRecord(t); rec.Verdict != nil && rec.Verdict.Pass {
+		t.Errorf("a run whose probes could not run passed")
+	}
+}
+
+// A destroy that returns while the sandbox is still there is seen through
+// the target's list step: verified-teardown fails naming the sandbox
+// (exit 1), with no harness error. Before, list was never used and the
+// criterion passed.
+func TestCommandDestroyCheckedByList(t *testing.T) {
+	label := "sandcheck.e2e=lazy-destroy-" + fmt.Sprint(os.Getpid())
+	t.Cleanup(func() { removeLabelled(t, label) })
+	tg := dockerCLITarget(t, label, `[docker, exec, "${ID}", "${ARGV}"]`, `[sh, -c, "exit 0", lazy-destroy, "${ID}"]`)
+	r := sandcheck(t, "run", "--target", tg, "--probes", "privilege.root-uid", "-q")
+	t.Cleanup(func() { removeLabelled(t, label) }) // before the run's own leftover check
+	rec := r.mustRecord(t)
+	if r.code != 1 || len(rec.Errors) > 0 {
+		t.Fatalf("exit %d (want 1), harness errors %v\n%s", r.code, rec.Errors, r.stderr)
+	}
+	if len(rec.Sandboxes) == 0 {
+		t.Fatal("no sandbox in the record")
+	}
+	for _, sb := range rec.Sandboxes {
+		if len(sb.Teardown) != 1 || !strings.Contains(sb.Teardown[0], sb.ID) || !strings.Contains(sb.Teardown[0], "still listed") {
+			t.Errorf("sandbox %s: teardown leftovers %v, want one naming it as still listed", sb.ID, sb.Teardown)
+		}
+	}
+	if c := criterion(rec, "verified-teardown"); c.Status != "fail" {
+		t.Errorf("verified-teardown %q (%v), want fail", c.Status, c.Reasons)
+	}
+}

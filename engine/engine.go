@@ -518,6 +518,10 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	}
 	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
+		if errors.Is(err, runners.ErrExecStuck) {
+			// Not the probe's hang: the runner cannot run probes at all.
+			return fmt.Errorf("running probe: %w", err)
+		}
 		if ectx.Err() != nil && ctx.Err() == nil {
 			d := fmt.Sprintf("probe did not finish within %s", spec.Timeout.D()+5*time.Second)
 			e.fill(spec, res, selfReport{Outcome: probes.Inconclusive, Detail: d,

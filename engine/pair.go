@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // pairBatch holds the two phases of every selected pair probe: what each
@@ -142,6 +144,9 @@ func (e *Engine) execBatch(ctx context.Context, s *sandbox, specs []probes.Spec,
 	}
 	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
+		if errors.Is(err, runners.ErrExecStuck) {
+			return nil, "", fmt.Errorf("running probes: %w", err)
+		}
 		if ectx.Err() != nil && ctx.Err() == nil {
 			reports := map[string]selfReport{}
 			d := fmt.Sprintf("probes did not finish within %s", budget)

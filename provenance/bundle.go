@@ -6,13 +6,16 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -53,9 +56,12 @@ type BundleResult struct {
 // evidence stream, SBOM, reports) as the subjects of one in-toto statement,
 // in a DSSE envelope signed with s, written to dir/bundle.intoto.json.
 func SignBundle(dir string, s *Signer) (*BundleResult, error) {
-	files, err := hashTree(dir)
+	files, odd, err := hashTree(dir)
 	if err != nil {
 		return nil, fmt.Errorf("signing bundle %s: %w", dir, err)
+	}
+	if len(odd) > 0 {
+		return nil, fmt.Errorf("signing bundle %s: %s", dir, strings.Join(odd, "; "))
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("signing bundle %s: the folder holds no files", dir)
@@ -127,7 +133,7 @@ func VerifyBundle(dir string, v *Verifier) (*BundleResult, error) {
 	if st.GetPredicateType() != BundlePredicate {
 		return nil, fmt.Errorf("%w: bundle %s: predicate type %q is not %q", ErrFailed, path, st.GetPredicateType(), BundlePredicate)
 	}
-	have, err := hashTree(dir)
+	have, odd, err := hashTree(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading bundle %s: %w", dir, err)
 	}
@@ -135,9 +141,12 @@ func VerifyBundle(dir string, v *Verifier) (*BundleResult, error) {
 	for _, s := range st.GetSubject() {
 		want[s.GetName()] = "sha256:" + s.GetDigest()["sha256"]
 	}
-	var problems []string
+	// A signed file replaced by a link, a fifo or a device is a changed
+	// file: named, never followed, never opened.
+	problems := odd
 	for _, n := range sortedKeys(want) {
 		switch got, ok := have[n]; {
+		case !ok && slices.ContainsFunc(odd, func(o string) bool { return strings.HasPrefix(o, n+": ") }):
 		case !ok:
 			problems = append(problems, n+": missing")
 		case got != want[n]:
@@ -155,12 +164,13 @@ func VerifyBundle(dir string, v *Verifier) (*BundleResult, error) {
 	return &BundleResult{Path: path, Files: want, RunID: runID(dir), KeyFingerprint: v.Fingerprint, Tlog: TlogNotRequired}, nil
 }
 
-// hashTree digests every regular file under dir except the bundle itself;
-// anything else (a link, a device) is an error, so nothing escapes the
-// digests.
-func hashTree(dir string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// hashTree digests every regular file under dir except the bundle itself.
+// Anything else (a symlink, a fifo, a device, a socket) is listed in odd as
+// "name: what it is", never followed nor opened, so nothing escapes the
+// digests and nothing blocks; an error means the folder could not be read.
+func hashTree(dir string) (files map[string]string, odd []string, err error) {
+	files = map[string]string{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -169,29 +179,76 @@ func hashTree(dir string) (map[string]string, error) {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir():
+		if d.IsDir() || (rel == BundleFile && d.Type().IsRegular()) {
 			return nil
-		case rel == BundleFile:
-			return nil
-		case !d.Type().IsRegular():
-			return fmt.Errorf("%s is not a regular file (%s)", rel, d.Type())
 		}
-		if len(out) >= maxBundleFiles {
+		if len(files)+len(odd) >= maxBundleFiles {
 			return fmt.Errorf("more than %d files", maxBundleFiles)
 		}
+		if !d.Type().IsRegular() {
+			odd = append(odd, fmt.Sprintf("%s: %s, not a regular file (not followed)", rel, kind(d.Type())))
+			return nil
+		}
 		dg, err := fileDigest(p)
+		if errors.Is(err, errNotRegular) {
+			// Replaced between the walk and the open.
+			odd = append(odd, fmt.Sprintf("%s: %v (not followed)", rel, err))
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		out[rel] = dg
+		files[rel] = dg
 		return nil
 	})
-	return out, err
+	sort.Strings(odd)
+	return files, odd, err
+}
+
+// kind names a file type that is not a regular file.
+func kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a fifo"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "a special file (" + t.String() + ")"
+	}
+}
+
+// errNotRegular is returned by openRegular for anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens p for reading only when it is a regular file: a final
+// symlink is not followed (O_NOFOLLOW) and a fifo does not block the open
+// (O_NONBLOCK), and the open file is checked again with fstat.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("a symbolic link, %w", errNotRegular)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s, %w", kind(fi.Mode()), errNotRegular)
+	}
+	return f, nil
 }
 
 func fileDigest(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return "", err
 	}

@@ -2,15 +2,19 @@ package provenance
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
@@ -291,5 +295,188 @@ func TestBundle(t *testing.T) {
 	os.Remove(res.Path)
 	if _, err := VerifyBundle(dir, v); err == nil || errors.Is(err, ErrFailed) {
 		t.Fatalf("missing bundle: want a harness error, got %v", err)
+	}
+}
+
+// A signed file replaced by a symlink (to a copy with the right content,
+// or to a host file) or by a fifo is a verification failure naming the
+// file; the link is not followed and the fifo does not block verify.
+func TestBundleReplacedBySpecialFile(t *testing.T) {
+	s, v := keys(t, "pw")
+	dir := t.TempDir()
+	content := `{"run_id":"r1"}`
+	for n, c := range map[string]string{"run.json": content, "summary.md": "# ok\n"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := SignBundle(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	// Same bytes elsewhere: following the link would verify.
+	copyDir := t.TempDir()
+	same := filepath.Join(copyDir, "summary.md")
+	if err := os.WriteFile(same, []byte("# ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "summary.md")
+	replace := func(t *testing.T, make func() error) {
+		t.Helper()
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.Remove(p)
+			os.WriteFile(p, []byte("# ok\n"), 0o644)
+		})
+	}
+	for _, c := range []struct {
+		name, want string
+		make       func() error
+	}{
+		{"symlink to the same bytes", "summary.md: a symbolic link", func() error { return os.Symlink(same, p) }},
+		{"symlink to a host file", "summary.md: a symbolic link", func() error { return os.Symlink("/etc/hostname", p) }},
+		{"fifo", "summary.md: a fifo", func() error { return syscall.Mkfifo(p, 0o644) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			replace(t, c.make)
+			done := make(chan error, 1)
+			go func() { _, err := VerifyBundle(dir, v); done <- err }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "summary.md: missing") {
+					t.Fatalf("want ErrFailed naming %q (once), got %v", c.want, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("verify blocked on the replaced file")
+			}
+		})
+	}
+	if _, err := VerifyBundle(dir, v); err != nil {
+		t.Fatalf("restored bundle: %v", err)
+	}
+	// A fifo as the bundle itself: a harness error (the check could not be
+	// made), returned without blocking.
+	bp := filepath.Join(dir, BundleFile)
+	os.Rename(bp, bp+".keep")
+	if err := syscall.Mkfifo(bp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := VerifyBundle(dir, v); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, ErrFailed) {
+			t.Fatalf("fifo bundle: want a harness error, got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("verify blocked on a fifo bundle")
+	}
+	// Signing a folder holding a link is refused.
+	os.Remove(bp)
+	os.Rename(bp+".keep", bp)
+	if err := os.Symlink(same, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SignBundle(dir, s); err == nil || !strings.Contains(err.Error(), "link: a symbolic link") {
+		t.Fatalf("signing a folder with a link: %v", err)
+	}
+}
+
+// A signature copied with its image into another repository (same digest,
+// same key) does not verify there: the payload's docker-reference names
+// the repository it was signed for. A claim naming the repository by tag
+// or digest verifies, one naming another repository does not.
+func TestSignatureCopiedToAnotherRepository(t *testing.T) {
+	f := newFixture(t)
+	if err := SignImage(ctx(t), f.ref, f.signer, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyImage(ctx(t), f.ref, f.verifier, nil); err != nil {
+		t.Fatalf("signed image in its own repository: %v", err)
+	}
+	// Copy the image and its signature manifest, as `crane copy` or
+	// `cosign copy` would, into another repository of the same registry.
+	img, err := remote.Image(f.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstTag, _ := ParseRef(f.reg.Addr + "/attacker/copy:v1")
+	copied, err := Push(ctx(t), img, dstTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copied.DigestStr() != f.ref.DigestStr() {
+		t.Fatalf("copy changed the digest: %s vs %s", copied.DigestStr(), f.ref.DigestStr())
+	}
+	se, err := ociremote.SignedEntity(f.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ociremote.WriteSignatures(copied.Repository, se); err != nil {
+		t.Fatal(err)
+	}
+	// The copy really carries the signature (else the test proves nothing).
+	st, _ := ociremote.SignatureTag(copied)
+	sigs, err := ociremote.Signatures(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sl, err := sigs.Get(); err != nil || len(sl) != 1 {
+		t.Fatalf("copied signatures: %d, %v", len(sl), err)
+	}
+	_, err = VerifyImage(ctx(t), copied, f.verifier, nil)
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), f.ref.Repository.Name()) || !strings.Contains(err.Error(), copied.Repository.Name()) {
+		t.Fatalf("copied signature: want ErrFailed naming both repositories, got %v", err)
+	}
+
+	// Signatures whose claim is written by hand, in the source repository.
+	for _, c := range []struct {
+		name  string
+		claim func(g *fixture) string
+		ok    bool
+	}{
+		{"by tag", func(g *fixture) string { return g.ref.Repository.Name() + ":v1" }, true},
+		{"by digest", func(g *fixture) string { return g.ref.String() }, true},
+		{"another repository", func(g *fixture) string { return g.reg.Addr + "/sandcheck/other" }, false},
+		{"not a reference", func(*fixture) string { return "not a reference!" }, false},
+	} {
+		g := newFixture(t)
+		signClaim(t, g, c.claim(g))
+		_, err := VerifyImage(ctx(t), g.ref, g.verifier, nil)
+		if c.ok && err != nil {
+			t.Errorf("claim %s: %v", c.name, err)
+		}
+		if !c.ok && !errors.Is(err, ErrFailed) {
+			t.Errorf("claim %s: want ErrFailed, got %v", c.name, err)
+		}
+	}
+}
+
+// signClaim signs f.ref with a payload whose docker-reference is claim.
+func signClaim(t *testing.T, f *fixture, claim string) {
+	t.Helper()
+	pl := fmt.Sprintf(`{"critical":{"identity":{"docker-reference":%q},"image":{"docker-manifest-digest":%q},"type":"cosign container image signature"},"optional":null}`,
+		claim, f.ref.DigestStr())
+	raw, err := f.signer.SignMessage(strings.NewReader(pl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := static.NewSignature([]byte(pl), base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, err := ociremote.SignedEntity(f.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se, err = mutate.AttachSignatureToEntity(se, sig); err != nil {
+		t.Fatal(err)
+	}
+	if err := ociremote.WriteSignatures(f.ref.Repository, se); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // readFull reads until b is full or the reader ends.
@@ -16,9 +15,10 @@ func readFull(r io.Reader, b []byte) (int, error) {
 	return n, err
 }
 
-// readBounded reads a whole file of at most max bytes.
+// readBounded reads a whole regular file of at most max bytes (a symlink
+// is not followed, a fifo not waited on).
 func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/cosign/v2/pkg/oci"
@@ -87,7 +88,7 @@ type Verification struct {
 
 // VerifyImage checks that the image ref names carries at least one
 // signature made by v's key whose payload names the image's digest and
-// carries every annotation in want. An image with no such signature yields
+// repository and carries every annotation in want. An image with no such signature yields
 // an error wrapping ErrFailed; a registry that cannot be reached, an image
 // it does not hold or signatures that are all malformed yield other errors.
 func VerifyImage(ctx context.Context, ref name.Reference, v *Verifier, want map[string]string) (*Verification, error) {
@@ -113,7 +114,7 @@ func VerifyImage(ctx context.Context, ref name.Reference, v *Verifier, want map[
 	co := &cosign.CheckOpts{
 		RegistryClientOpts: ociOpts(ctx),
 		SigVerifier:        v.Verifier,
-		ClaimVerifier:      cosign.SimpleClaimVerifier,
+		ClaimVerifier:      repositoryClaimVerifier(dig.Repository),
 		Annotations:        ann,
 		IgnoreTlog:         true,
 		IgnoreSCT:          true,
@@ -133,6 +134,48 @@ func VerifyImage(ctx context.Context, ref name.Reference, v *Verifier, want map[
 	}
 	res.Signatures = len(sigs)
 	return res, nil
+}
+
+// repositoryClaimVerifier is cosign's simple claim check (the digest, the
+// annotations) plus the one cosign leaves to its callers: the payload's
+// critical.identity.docker-reference names the repository being verified.
+// Without it a signature copied with its image into another repository
+// (same digest) would verify there, vouching for a name nobody signed.
+func repositoryClaimVerifier(repo name.Repository) func(oci.Signature, v1.Hash, map[string]any) error {
+	return func(sig oci.Signature, h v1.Hash, ann map[string]any) error {
+		if err := cosign.SimpleClaimVerifier(sig, h, ann); err != nil {
+			return err
+		}
+		p, err := sig.Payload()
+		if err != nil {
+			return fmt.Errorf("reading the signed payload: %w", err)
+		}
+		var sci payload.SimpleContainerImage
+		if err := json.Unmarshal(p, &sci); err != nil {
+			return fmt.Errorf("reading the signed payload: %w", err)
+		}
+		claimed := sci.Critical.Identity.DockerReference
+		// A claim is a repository (what cosign writes) or a reference in
+		// it (repo:tag, repo@digest); only its repository is compared, the
+		// digest having been checked above.
+		cr, err := name.ParseReference(claimed)
+		if err != nil {
+			return fmt.Errorf("the signature's docker-reference %q is not an image reference, so it does not name repository %s", truncateClaim(claimed), repo.Name())
+		}
+		if cr.Context().Name() != repo.Name() {
+			return fmt.Errorf("the signature was made for repository %s, not %s (a signature copied with its image vouches only for the name it was signed under)", cr.Context().Name(), repo.Name())
+		}
+		return nil
+	}
+}
+
+// truncateClaim bounds a claim from a signature payload before it goes into
+// an error.
+func truncateClaim(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
 }
 
 // checkWellFormed reads the image's signatures: when there are some and not

@@ -257,3 +257,9 @@ type Mount struct {
 // ErrStart means the sandbox never became ready (bad image, runtime failure,
 // start timeout); it is a harness error, not a finding.
 var ErrStart = errors.New("sandbox did not start")
+
+// ErrExecStuck means the runner's way of running commands in its sandboxes
+// has stopped answering (a platform tool's exec that outlives the probe's
+// bound and then does not run even the probe binary's list): a harness
+// error, never a probe's outcome.
+var ErrExecStuck = errors.New("the runner cannot run commands in its sandboxes")

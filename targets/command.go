@@ -1,7 +1,9 @@
 package targets
 
 import (
+	"errors"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,7 +47,9 @@ type Command struct {
 	// ("uid"), ${ARGV} or ${ARGV_SHELL}, ${ENV_ARGS}.
 	Spawn []string `yaml:"spawn,omitempty"`
 	// List prints the IDs of the platform's live sandboxes, one a line
-	// (optional; tests use it to prove nothing was left). No variables.
+	// (optional; after each destroy the runner checks the sandbox is no
+	// longer listed, and one still listed is a teardown leftover). No
+	// variables.
 	List []string `yaml:"list,omitempty"`
 	// EnvArg is repeated once per environment variable where a step has
 	// ${ENV_ARGS}, with ${KEY} and ${VALUE} filled (e.g. ["-e",
@@ -157,6 +161,45 @@ func (v *validator) checkCommand(c *Command) {
 		v.add("$.command.egress", "%q is not one of %v", c.Egress, EgressProfiles)
 	}
 	v.checkEnv("$.command.env", c.Env)
+}
+
+// CheckPrograms looks up the program of every command step the way the
+// command runner will start it (exec.LookPath: a bare name on PATH, a path
+// with a slash as it stands), so a target naming a program this machine
+// does not have is refused before anything runs, with file, line, field and
+// program. It checks the host, so Load does not make it; `targets
+// validate` and the runner do. A target without a command section passes.
+func (t *Target) CheckPrograms() error {
+	if t.Command == nil {
+		return nil
+	}
+	c := t.Command
+	v := validator{name: t.Path, src: t.src}
+	for _, s := range []struct {
+		name string
+		argv []string
+	}{{"create", c.Create}, {"exec", c.Exec}, {"copy_in", c.CopyIn}, {"destroy", c.Destroy},
+		{"destroy_by_name", c.DestroyByName}, {"spawn", c.Spawn}, {"list", c.List}} {
+		if len(s.argv) == 0 {
+			continue
+		}
+		if _, err := exec.LookPath(s.argv[0]); err != nil {
+			v.add("$.command."+s.name+"[0]", "program %q cannot be run here: %v", s.argv[0], unwrapExec(err))
+		}
+	}
+	if len(v.errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalid, v.errs)
+	}
+	return nil
+}
+
+// unwrapExec drops exec.Error's repetition of the program's name.
+func unwrapExec(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
 }
 
 // EgressProfile is the declared egress profile, or none without the

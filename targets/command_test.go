@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,46 @@ func TestCommandAndGatewayErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A command target naming a program this machine lacks passes Parse (it
+// reads no host) and fails CheckPrograms with file, line, field and program.
+func TestCheckPrograms(t *testing.T) {
+	src := "schema: sandcheck.dev/target/v1\nname: t\nimage: i\nprofile: no-network-transform\nrunner: command\ncommand:\n  network: none\n" +
+		"  create: [sandcheck-no-such-tool, new]\n" +
+		"  exec: [sh, -c, \"${ARGV_SHELL}\"]\n" +
+		"  copy_in: [sh, -c, \"${SRC}${ID}${DST}\"]\n" +
+		"  destroy: [./no-such-script, \"${ID}\"]\n" +
+		"  list: [sh, -c, ls]\n"
+	tg, err := Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	err = tg.CheckPrograms()
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("want ErrInvalid, got %v", err)
+	}
+	for _, want := range []string{
+		`t.yaml:8:12: $.command.create[0]: program "sandcheck-no-such-tool" cannot be run here: executable file not found in $PATH`,
+		`t.yaml:11:13: $.command.destroy[0]: program "./no-such-script" cannot be run here`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "exec[0]") || strings.Contains(err.Error(), "list[0]") {
+		t.Errorf("a program that exists was refused: %v", err)
+	}
+	ok := strings.NewReplacer("sandcheck-no-such-tool", "sh", "./no-such-script", "sh").Replace(src)
+	tg, err = Parse("t.yaml", []byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.CheckPrograms(); err != nil {
+		t.Fatalf("programs on PATH: %v", err)
+	}
+	if err := (&Target{}).CheckPrograms(); err != nil {
+		t.Fatalf("no command section: %v", err)
 	}
 }

@@ -89,7 +89,7 @@ func Parse(name string, b []byte) (*Target, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	sum := sha256.Sum256(b)
-	t.Path, t.Digest = name, "sha256:"+hex.EncodeToString(sum[:])
+	t.Path, t.Digest, t.src = name, "sha256:"+hex.EncodeToString(sum[:]), b
 	v := validator{name: name, src: b}
 	v.check(&t)
 	// The runner section's problems come after the common keys', where

@@ -67,6 +67,8 @@ type Target struct {
 	Path string `yaml:"-"`
 	// Digest is the sha256 of the file's bytes (set by Load).
 	Digest string `yaml:"-"`
+	// src is the file's bytes, for checks made after Load that name a line.
+	src []byte
 }
 
 // Docker is how the docker runner configures each container.

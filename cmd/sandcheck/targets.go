@@ -66,6 +66,9 @@ func checkTarget(ctx context.Context, f, probeBinary string) (*targets.Target, e
 	if err != nil {
 		return nil, err
 	}
+	if err := t.CheckPrograms(); err != nil {
+		return t, err
+	}
 	if err := docker.Preflight(ctx, t, probeBinary); err != nil {
 		return t, err
 	}

@@ -161,3 +161,21 @@ func TestImportFromRealContainer(t *testing.T) {
 		}
 	}
 }
+
+// A command target whose programs are not on this machine: validate refuses
+// it (exit 2) naming file, line, field and program, in text and in --json.
+func TestValidateMissingCommandProgram(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cmd.yaml")
+	src := "schema: sandcheck.dev/target/v1\nname: c\nimage: i\nprofile: high-risk-code\nrunner: command\ncommand:\n  network: none\n" +
+		"  create: [sandcheck-no-such-tool, new]\n  exec: [sh, -c, \"${ARGV_SHELL}\"]\n  copy_in: [sh, -c, \"${SRC}${ID}${DST}\"]\n  destroy: [sh, -c, \"${ID}\"]\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := p + `:8:12: $.command.create[0]: program "sandcheck-no-such-tool" cannot be run here`
+	for _, args := range [][]string{{"validate", p}, {"validate", "--json", p}} {
+		code, out := exitOf(t, targetsCmd(), args...)
+		if code != exitHarness || !strings.Contains(strings.ReplaceAll(out, `\"`, `"`), want) || strings.Contains(out, ": ok") {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", args, code, exitHarness, want, out)
+		}
+	}
+}

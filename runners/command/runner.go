@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -37,6 +38,27 @@ type Runner struct {
 	dir   string
 	env   map[string]string
 	log   *slog.Logger
+
+	mu    sync.Mutex
+	stuck error // set once the exec step is found hung (checkExec)
+}
+
+// execStuck is the error that found the exec step hung, or nil.
+func (r *Runner) execStuck() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stuck
+}
+
+// setStuck records that the exec step is hung and returns the error every
+// later Exec returns (the first one found).
+func (r *Runner) setStuck(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stuck == nil {
+		r.stuck = err
+	}
+	return r.stuck
 }
 
 // Open is the command backend's runners.OpenFunc.
@@ -46,6 +68,9 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	}
 	if len(env.Mounts) > 0 || len(env.Devices) > 0 || len(env.Tmpfs) > 0 {
 		return nil, fmt.Errorf("target %s: the command runner cannot mount host folders, devices or tmpfs into a platform's sandbox (declare no inputs, bind output or mounts)", tg.Path)
+	}
+	if err := tg.CheckPrograms(); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(filepath.Dir(tg.Path))
 	if err != nil {
@@ -115,6 +140,10 @@ func stepErr(step string, argv []string, res runners.ExitResult) error {
 // Start implements runners.Runner: create, copy the probe folder's files
 // in, and check the probe binary answers.
 func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.Sandbox, error) {
+	if err := r.execStuck(); err != nil {
+		// No probe could run in it: make nothing, say why once.
+		return nil, fmt.Errorf("%w: %w", runners.ErrStart, err)
+	}
 	timeout := r.cfg.CommandTimeout()
 	if spec.StartTimeout > 0 {
 		timeout = spec.StartTimeout
@@ -162,6 +191,9 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	r.log.Debug("created", "sandbox", id, "seconds", time.Since(t0).Seconds())
 	if err := s.deliver(sctx, spec.ProbeDir); err != nil {
 		return nil, s.failStart(err)
+	}
+	if len(r.cfg.List) > 0 {
+		return listedSandbox{s}, nil
 	}
 	return s, nil
 }

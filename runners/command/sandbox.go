@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func (s *Sandbox) deliver(ctx context.Context, dir string) error {
 	if !found {
 		return fmt.Errorf("probe folder %s holds no %s", dir, runners.ProbeBinary)
 	}
-	res, err := s.Exec(ctx, []string{runners.ProbeMount + "/" + runners.ProbeBinary, "list"})
+	res, err := s.Exec(ctx, listArgv)
 	if err != nil {
 		return fmt.Errorf("checking the probe binary answers: %w", err)
 	}
@@ -105,11 +106,53 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 	if err != nil {
 		return runners.ExitResult{ExitCode: -1}, err
 	}
+	if err := s.r.execStuck(); err != nil {
+		return runners.ExitResult{ExitCode: -1}, err
+	}
 	t0 := time.Now()
 	res, err := run(ctx, "exec", full)
 	res.Duration = time.Since(t0)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The exec outlived its bound: the probe may have hung inside
+		// (its outcome is inconclusive), or the platform's exec step may
+		// have (then no probe can run: a harness error).
+		if serr := s.checkExec(ctx, full[0], res.Duration); serr != nil {
+			return res, serr
+		}
+	}
 	return res, err
 }
+
+// checkExec tells a probe that hung from an exec step that did: after an
+// exec cut at its bound it runs the probe binary's list through the same
+// step, bounded by the target's timeout (at most liveBound). When that does
+// not return either, the step is stuck: every later Exec of the runner fails
+// at once with the same error, so a run reports one cause, not one timeout
+// per probe.
+func (s *Sandbox) checkExec(ctx context.Context, program string, took time.Duration) error {
+	bound := min(s.r.cfg.CommandTimeout(), liveBound)
+	full, err := expand("exec", s.r.cfg.Exec, vars{
+		one:   map[string]string{"ID": s.id, "ARGV_SHELL": shellQuote(listArgv)},
+		splat: map[string][]string{"ARGV": listArgv, "ENV_ARGS": s.env},
+	})
+	if err != nil {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	_, err = run(lctx, "exec", full)
+	if err == nil || lctx.Err() == nil {
+		return nil // it answered (whatever it said): the probe hung, not the step
+	}
+	return s.r.setStuck(fmt.Errorf("%w: command exec (%s) did not return within %s for a probe, nor within %s for %q in sandbox %s: the platform's exec step is hung",
+		runners.ErrExecStuck, program, took.Round(time.Second), bound, strings.Join(listArgv, " "), s.id))
+}
+
+// liveBound is the longest checkExec waits for the probe binary's list.
+const liveBound = 30 * time.Second
+
+// listArgv is the probe binary's quickest command, the one Start checks.
+var listArgv = []string{runners.ProbeMount + "/" + runners.ProbeBinary, "list"}
 
 // Close implements runners.Sandbox through the destroy command; a second
 // call returns the first's result. It is bounded by the target's timeout,
@@ -132,6 +175,55 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 	})
 	return s.err
+}
+
+// listedSandbox is a sandbox of a target that declares a list step: the
+// host can then check that destroy really removed it.
+type listedSandbox struct{ *Sandbox }
+
+var _ runners.TeardownVerifier = listedSandbox{}
+
+// Bounds of the check that a destroyed sandbox is no longer listed: a
+// platform may report it for a moment after destroy returns.
+const (
+	goneTries = 5
+	goneBound = 20 * time.Second
+)
+
+// VerifyTeardown implements runners.TeardownVerifier: after Close, the
+// target's list step must stop naming the sandbox within goneTries calls
+// and min(timeout, goneBound). Still listed is a leftover (the platform's
+// destroy returned before the sandbox was gone); a list that fails is a
+// check that could not be made.
+func (s listedSandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
+	bound := min(s.r.cfg.CommandTimeout(), goneBound)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	t0 := time.Now()
+	delay := 200 * time.Millisecond
+	for try := 1; ; try++ {
+		ids, err := s.r.List(vctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the platform's sandboxes after destroying %s: %w", s.id, err)
+		}
+		if !slices.Contains(ids, s.id) {
+			return nil, nil
+		}
+		if try == goneTries || time.Until(deadline(vctx)) < delay {
+			return []string{fmt.Sprintf("sandbox %s (still listed by the target's list step %d times over %s after destroy returned)",
+				s.id, try, time.Since(t0).Round(100*time.Millisecond))}, nil
+		}
+		select {
+		case <-vctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 4*time.Second)
+	}
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }
 
 // List runs the target's list command and returns the live sandbox IDs it
