@@ -147,7 +147,7 @@ func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
 		switch {
 		case s.Category == "teardown":
 			teardown++
-			if !named(reasons, "probe "+res.Probe+" reported blocked but the host has no marker of a") {
+			if !named(reasons, "probe "+res.Probe+" reported blocked but the host has no marker that a") {
 				t.Errorf("teardown probe %s is not named unconfirmed for its missing marker; evidence %+v", res.Probe, res.Evidence)
 			}
 			if named(reasons, "probe "+res.Probe+" blocked as expected") {

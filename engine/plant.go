@@ -15,22 +15,23 @@ import (
 // something had been planted to survive it. The box controls the probe, so
 // a probe that never tried (and reports "blocked") leaves nothing either.
 // The host therefore needs a marker of its own before it may read
-// "nothing left" as blocked: either it saw the plant before teardown, or
-// its own view of the sandbox shows there was no way to plant anything
-// outside the box (no engine socket, no writable host folder, none of the
-// privileges that reach the host). plantAvenues works out the second from
-// the runtime's view and the target's own configuration.
+// "nothing left" as blocked: its own view of the sandbox shows there was
+// no way to plant anything outside the box (no engine socket, no writable
+// host folder, none of the privileges that reach the host). plantAvenues
+// works that out from the runtime's view and the target's own
+// configuration.
 
-// Preconditions a teardown item records in its data ("precondition"): what
-// lets the host read an absence as blocked. The policy counts an absence
-// only with one of the first two.
+// Preconditions a teardown item records in its data ("precondition"):
+// what lets the host read an absence as blocked. The policy counts an
+// absence only with preconditionNoAvenue. (A host that saw the plant before
+// teardown would be the other marker; no runner reports one yet, so a box
+// that could plant reads unconfirmed whatever its teardown did.)
 const (
-	// preconditionPlantSeen: the host saw the planted thing before teardown.
-	preconditionPlantSeen = "plant-seen"
 	// preconditionNoAvenue: the host's view shows the box had no way to
 	// plant this kind of thing outside itself.
 	preconditionNoAvenue = "no-avenue"
-	// preconditionNone: neither; the absence proves nothing.
+	// preconditionNone: the box could have planted and the host saw no
+	// plant; the absence proves nothing.
 	preconditionNone = "none"
 )
 

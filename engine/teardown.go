@@ -14,8 +14,8 @@ import (
 // what the probe planted to outlive it (the spec's teardown:<kind> host
 // evidence), by the token the probe ran with. Each kind gives one item:
 // escaped when something survived; blocked when the host looked, found
-// nothing and has a marker of its own that there was something to find or
-// no way to plant it (plant.go; the item's data names the precondition);
+// nothing and its own view shows the box had no way to plant it outside
+// itself (plant.go; the item's data names the precondition);
 // no indication when nothing was found without such a marker (absence is
 // not evidence) or when the host could not look.
 func (e *Engine) teardownEvidence(ctx context.Context, spec probes.Spec, s *sandbox) []evidence.Item {

@@ -90,7 +90,7 @@ test_teardown_absence_without_marker_is_unconfirmed if {
 	status([r], true, "verified-teardown") == "unconfirmed"
 	some f in findings([r], true)
 	f.kind == "unconfirmed"
-	contains(f.msg, "has no marker of a container plant")
+	contains(f.msg, "has no marker that a container plant was impossible or seen")
 }
 
 # A record written before the rule: its absence items indicate blocked with
@@ -106,9 +106,10 @@ test_teardown_no_avenue_passes if {
 	status([r], true, "verified-teardown") == "pass"
 }
 
-test_teardown_plant_seen_passes if {
-	r := res("teardown.container", "blocked", [td("container", "blocked", "plant-seen")])
-	kinds_for([r], true, "teardown.container") == {"pass"}
+# Only the preconditions the policy knows settle an absence.
+test_teardown_unknown_precondition_is_unconfirmed if {
+	r := res("teardown.container", "blocked", [td("container", "blocked", "trust-me")])
+	kinds_for([r], true, "teardown.container") == {"unconfirmed"}
 }
 
 # Every kind a probe names needs its own marker.
@@ -116,7 +117,7 @@ test_teardown_every_kind_needs_its_marker if {
 	r := res("teardown.process", "blocked", [td("processes", "blocked", "no-avenue"), td("cgroups", "", "none")])
 	kinds_for([r], true, "teardown.process") == {"unconfirmed"}
 	some f in findings([r], true)
-	contains(f.msg, "cgroups plant")
+	contains(f.msg, "a cgroups plant")
 	ok := res("teardown.process", "blocked", [td("processes", "blocked", "no-avenue"), td("cgroups", "blocked", "no-avenue")])
 	kinds_for([ok], true, "teardown.process") == {"pass"}
 }

@@ -48,16 +48,18 @@ unconfirmed_network_teardown contains finding("verified-teardown", "", msg) if {
 # plant only if a plant was possible or made. The box controls the probe, so
 # one that never tried (and says "blocked") leaves nothing as well. Such a
 # probe's "blocked" counts only where a host item confirms it with its
-# precondition met: the harness saw the plant first, or its own view shows
-# the box had no way to make one (the teardown item's data names which), or
-# the host held the thing read-only. Otherwise the result is unconfirmed,
-# never a pass, and the finding names the marker that is missing.
+# precondition met: the harness's own view shows the box had no way to make
+# the plant (the teardown item's data says precondition "no-avenue"), or
+# the host held the thing read-only (the root filesystem, the inputs).
+# Otherwise the result is unconfirmed, never a pass, and the finding names
+# the marker that is missing. (A plant the host saw before teardown would
+# be the other marker; no runner reports one yet.)
 
 absence_families := {"teardown", "persistence"}
 
 absence_probe(r) if data.catalog.probes[r.probe].category in absence_families
 
-settling_preconditions := {"plant-seen", "no-avenue"}
+settling_preconditions := {"no-avenue"}
 
 # absence_unmet holds for a host item that reports only that nothing was
 # found (or changed) afterwards, without the marker that makes the absence
@@ -131,7 +133,7 @@ unconfirmed_absence contains finding(c, r.probe, msg) if {
 	some k in teardown_kinds(r)
 	not settled_kind(r, k)
 	some c in g.criteria
-	msg := sprintf("probe %s reported blocked but the host has no marker of a %s plant (seen before teardown, or no way to plant one): %s", [r.probe, k, missing_marker(r, k)])
+	msg := sprintf("probe %s reported blocked but the host has no marker that a %s plant was impossible or seen: %s", [r.probe, k, missing_marker(r, k)])
 }
 
 unconfirmed_absence contains finding(c, r.probe, msg) if {
