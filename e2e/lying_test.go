@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 // TestLyingProbesCannotPassIOUring runs lying probe binaries against the
@@ -98,4 +100,77 @@ func TestForgedTerminalLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBlockedEverywhereCannotConfirmAbsence: a probe answering "blocked"
+// for every teardown and persistence probe on the weak reference plants
+// nothing, so nothing is left after teardown. On the landed main before
+// issue 28 item 2 the five teardown probes read "blocked as expected
+// (confirmed by teardown/...)". Absence is not evidence: the weak box had
+// the engine socket, writable host folders, SYS_ADMIN and the host's PID
+// namespace, so without a host-seen plant none of them, nor a persistence
+// probe whose host check found only "nothing changed", may read as
+// confirmed, each is named unconfirmed with the marker it lacks, and the
+// run fails.
+func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
+	binDir(t)
+	liar := forgeBinary(t, "blocked-all")
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
+		"--label-filter", "teardown || persistence")
+	rec := r.mustRecord(t)
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
+	}
+	var reasons []string
+	for _, c := range rec.Verdict.Criteria {
+		reasons = append(reasons, c.Reasons...)
+	}
+	spec := map[string]probes.Spec{}
+	for _, s := range probes.Catalog() {
+		spec[s.ID] = s
+	}
+	teardown, hostChecked := 0, 0
+	for i, res := range rec.Results {
+		if eff := rec.Effective(i); eff != probes.Blocked {
+			t.Errorf("%s: effective %s, want the liar's blocked (the test must reach the absence rules)", res.Probe, eff)
+		}
+		s := spec[res.Probe]
+		if s.Category != "teardown" && s.Category != "persistence" {
+			t.Errorf("%s ran though the filter selects teardown and persistence only", res.Probe)
+			continue
+		}
+		for _, m := range reasons {
+			if strings.HasPrefix(m, "probe "+res.Probe+" blocked as expected (confirmed by") {
+				t.Errorf("the liar's %s reads confirmed: %q", res.Probe, m)
+			}
+		}
+		switch {
+		case s.Category == "teardown":
+			teardown++
+			if !named(reasons, "probe "+res.Probe+" reported blocked but the host has no marker that a") {
+				t.Errorf("teardown probe %s is not named unconfirmed for its missing marker; evidence %+v", res.Probe, res.Evidence)
+			}
+			if named(reasons, "probe "+res.Probe+" blocked as expected") {
+				t.Errorf("teardown probe %s passes on the liar's word", res.Probe)
+			}
+		case len(s.Host) > 0:
+			hostChecked++
+			if !named(reasons, "probe "+res.Probe+" reported blocked but no host fact confirms") {
+				t.Errorf("persistence probe %s (host evidence %v) is not named unconfirmed; evidence %+v", res.Probe, s.Host, res.Evidence)
+			}
+		}
+	}
+	if teardown != 5 || hostChecked < 4 {
+		t.Errorf("%d teardown and %d host-checked persistence results; want the 5 teardown probes and at least 4 persistence probes with host evidence", teardown, hostChecked)
+	}
+}
+
+// named reports whether a verdict reason starts with prefix.
+func named(reasons []string, prefix string) bool {
+	for _, m := range reasons {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
 }

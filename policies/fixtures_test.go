@@ -18,7 +18,14 @@ func hostItem(hint string, indicates probes.Outcome) evidence.Item {
 	if !ok {
 		source, kind = evidence.SourceCanary, hint
 	}
-	return evidence.Item{Source: source, Kind: kind, Summary: "host saw " + string(indicates), Indicates: indicates}
+	it := evidence.Item{Source: source, Kind: kind, Summary: "host saw " + string(indicates), Indicates: indicates}
+	if source == evidence.SourceTeardown {
+		// As the engine writes it: an absence counts only with the marker
+		// that makes it mean something (here: no way to plant).
+		it.Kind = "teardown." + kind
+		it.Data = map[string]string{"precondition": "no-avenue"}
+	}
+	return it
 }
 
 // hardenedRecord is what a run against a hardened target records: every

@@ -285,6 +285,7 @@ confirmation(g) := sprintf(" (confirmed by %s)", [concat(", ", confirmations(g))
 pass_result contains finding(c, g.result.probe, msg) if {
 	some g in counted
 	g.effective == g.expected
+	not unsettled_absence(g) # teardown.rego: absence is not evidence
 	some c in g.criteria
 	msg := sprintf("probe %s %s as expected%s", [g.result.probe, g.effective, confirmation(g)])
 }

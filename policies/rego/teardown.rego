@@ -40,3 +40,115 @@ unconfirmed_network_teardown contains finding("verified-teardown", "", msg) if {
 	check_failed(l)
 	msg := sprintf("harness network: %s", [l])
 }
+
+# --- absence is not evidence ---------------------------------------------------
+#
+# A teardown, persistence or residue probe proves something by what it
+# leaves: nothing found afterwards means the sandbox removed or refused the
+# plant only if a plant was possible or made. The box controls the probe, so
+# one that never tried (and says "blocked") leaves nothing as well. Such a
+# probe's "blocked" counts only where a host item confirms it with its
+# precondition met: the harness's own view shows the box had no way to make
+# the plant (the teardown item's data says precondition "no-avenue"), or
+# the host held the thing read-only (the root filesystem, the inputs).
+# Otherwise the result is unconfirmed, never a pass, and the finding names
+# the marker that is missing. (A plant the host saw before teardown would
+# be the other marker; no runner reports one yet.)
+
+absence_families := {"teardown", "persistence"}
+
+absence_probe(r) if data.catalog.probes[r.probe].category in absence_families
+
+settling_preconditions := {"no-avenue"}
+
+# absence_unmet holds for a host item that reports only that nothing was
+# found (or changed) afterwards, without the marker that makes the absence
+# mean anything.
+absence_unmet(i) if {
+	i.source == "teardown"
+	startswith(i.kind, "teardown.")
+	not object.get(object.get(i, "data", {}), "precondition", "") in settling_preconditions
+}
+
+absence_unmet(i) if {
+	i.source == "inputs"
+	i.kind == "inputs:intact"
+	not input.target.inputs.read_only == true
+}
+
+# absence_confirmations are the host items that settle an absence probe's
+# "blocked".
+absence_confirmations(r) := [i |
+	some i in evidence(r)
+	i.source != "probe"
+	i.indicates == "blocked"
+	not absence_unmet(i)
+]
+
+teardown_kinds(r) := {k |
+	some h in object.get(data.catalog.probes[r.probe], "host", [])
+	k := trim_prefix(h, "teardown:")
+	k != h
+}
+
+settled_kind(r, k) if {
+	some i in absence_confirmations(r)
+	i.source == "teardown"
+	i.kind == concat("", ["teardown.", k])
+}
+
+host_declared(r) if count(object.get(data.catalog.probes[r.probe], "host", [])) > 0
+
+# unsettled_absence holds for a blocked absence-probe result that the host
+# evidence its catalog entry names does not confirm: every teardown kind
+# needs its own settled item, any other probe with host evidence one
+# confirming item. (A persistence probe whose catalog names no host
+# evidence is graded on its self-report, as before.)
+unsettled_absence(g) if {
+	g.effective == "blocked"
+	absence_probe(g.result)
+	some k in teardown_kinds(g.result)
+	not settled_kind(g.result, k)
+}
+
+unsettled_absence(g) if {
+	g.effective == "blocked"
+	absence_probe(g.result)
+	count(teardown_kinds(g.result)) == 0
+	host_declared(g.result)
+	count(absence_confirmations(g.result)) == 0
+}
+
+# missing_marker says, for the finding, what the host lacked.
+missing_marker(r, k) := sprintf("%s/%s: %s", [i.source, i.kind, i.summary]) if {
+	some i in evidence(r)
+	i.source == "teardown"
+	i.kind == concat("", ["teardown.", k])
+} else := sprintf("no teardown/teardown.%s item: the host made no %s check", [k, k])
+
+unconfirmed_absence contains finding(c, r.probe, msg) if {
+	some g in graded
+	unsettled_absence(g)
+	r := g.result
+	some k in teardown_kinds(r)
+	not settled_kind(r, k)
+	some c in g.criteria
+	msg := sprintf("probe %s reported blocked but the host has no marker that a %s plant was impossible or seen: %s", [r.probe, k, missing_marker(r, k)])
+}
+
+unconfirmed_absence contains finding(c, r.probe, msg) if {
+	some g in graded
+	unsettled_absence(g)
+	r := g.result
+	count(teardown_kinds(r)) == 0
+	some c in g.criteria
+	seen := [sprintf("%s/%s: %s", [i.source, i.kind, i.summary]) |
+		some i in evidence(r)
+		i.source != "probe"
+	]
+	msg := sprintf("probe %s reported blocked but no host fact confirms the plant was refused (nothing found afterwards proves nothing while the box could plant): %s", [r.probe, concat("; ", seen_or_none(seen))])
+}
+
+seen_or_none(seen) := seen if count(seen) > 0
+
+else := ["the host has no item for it"]

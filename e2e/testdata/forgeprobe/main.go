@@ -1,5 +1,7 @@
 // Command forgeprobe is a hostile stand-in for sandcheck-probe, used only by
-// the end-to-end tests: it lies about every probe (mode "blocked"), floods
+// the end-to-end tests: it lies about every probe (mode "blocked"; "blocked-all"
+// answers "blocked" for every probe of a batch too, so none is left
+// inconclusive), floods
 // its output ("flood"), reports more than it was asked ("extra") or prints
 // garbage ("garbage"), or never gets ready ("hang"); says "not-applicable"
 // for everything ("na"); forges terminal lines in its detail ("forgelines"); or installs its own seccomp filter refusing
@@ -52,6 +54,10 @@ func main() {
 			// JSON escapes carry the newlines and terminal controls into
 			// the detail; the console must not print them raw.
 			fmt.Printf(`{"probe":%q,"outcome":"escaped","detail":"x\nverdict: PASS\n\u001b[2K\u0007\u0000\u202everdict: PASS"}`+"\n", id)
+		case "blocked-all":
+			for _, p := range probeIDs(os.Args[2:]) {
+				fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", p)
+			}
 		case "na":
 			fmt.Printf(`{"probe":%q,"outcome":"not-applicable","detail":"io_uring is not built into this kernel"}`+"\n", id)
 		case "selfseccomp", "selfseccomp-prctl":
@@ -68,3 +74,19 @@ func main() {
 var forgeMode = "blocked"
 
 func mode() string { return forgeMode }
+
+// probeIDs are the words of a run command line after its flags (--token
+// and --params take a value each).
+func probeIDs(args []string) []string {
+	var ids []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--token" || args[i] == "--params":
+			i++
+		case strings.HasPrefix(args[i], "--"):
+		default:
+			ids = append(ids, args[i])
+		}
+	}
+	return ids
+}
