@@ -65,9 +65,12 @@ func imageKeygenCmd() *cobra.Command {
 	var dir string
 	c := &cobra.Command{
 		Use:   "keygen --dir DIR",
-		Short: "Write a new cosign key pair (cosign.key, cosign.pub) to DIR",
+		Short: "Write a new cosign key pair (cosign.key, cosign.pub) to DIR (made, mode 0700, when missing)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return harness(fmt.Errorf("key folder: %w", err))
+			}
 			priv, pub, err := provenance.GenerateKeys(dir, password())
 			if err != nil {
 				return harness(err)
