@@ -76,8 +76,8 @@ func TestConformanceFirejail(t *testing.T) {
 		name string
 		argv []string
 	}{
-		{"default", []string{"firejail", "--quiet", "--", VarArgv}},
-		{"strict", []string{"firejail", "--quiet", "--noprofile", "--net=none", "--caps.drop=all", "--seccomp", "--noroot",
+		{"default", []string{"firejail", "--quiet", "--deterministic-shutdown", "--", VarArgv}},
+		{"strict", []string{"firejail", "--quiet", "--deterministic-shutdown", "--noprofile", "--net=none", "--caps.drop=all", "--seccomp", "--noroot",
 			"--nonewprivs", "--rlimit-nproc=512", "--rlimit-nofile=1024", "--", VarArgv}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
