@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +224,42 @@ func requireWrapperTools(t *testing.T) {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Fatalf("%s is not installed (make setup installs it): %v", p, err)
 		}
+	}
+}
+
+// TestWrapperThatRunsNothingIsAHarnessError: a target whose wrapper exits 0
+// without running the command (or prints nothing) ends the run as a
+// harness error (exit 2) with one message naming it, never a pass.
+func TestWrapperThatRunsNothingIsAHarnessError(t *testing.T) {
+	for name, argv := range map[string]string{
+		"true":   `[true, "${ARGV}"]`,
+		"silent": `[sh, -c, ">/dev/null 2>&1 ${ARGV_SHELL}"]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			target := filepath.Join(t.TempDir(), "nothing.yaml")
+			body := "schema: sandcheck.dev/target/v1\nname: wrapper-nothing\nrunner: wrapper\nprofile: no-network-transform\n" +
+				"wrapper:\n  argv: " + argv + "\n  user: root\n  network: none\n"
+			if err := os.WriteFile(target, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := sandcheck(t, "run", "--target", target, "--quiet", "--probes", "privilege.*")
+			if r.code != 2 {
+				t.Fatalf("exit code %d, want 2 (harness error)\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			const msg = "the wrapper did not run the command"
+			if n := strings.Count(r.stderr, msg); n != 1 {
+				t.Errorf("stderr names %q %d times, want once:\n%s", msg, n, r.stderr)
+			}
+			if strings.Contains(r.stdout, "verdict: PASS") {
+				t.Errorf("a wrapper that runs nothing passed:\n%s", r.stdout)
+			}
+			if rec := r.rec; rec != nil {
+				for _, res := range rec.Results {
+					if res.Outcome == probes.Blocked || res.Outcome == probes.Escaped {
+						t.Errorf("%s: %s from a wrapper that ran nothing", res.Probe, res.Outcome)
+					}
+				}
+			}
+		})
 	}
 }
