@@ -120,3 +120,28 @@ func TestLeftBehindProcessEndsWithTheSandbox(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// With network none, the wrapper's host side (and so any proxy of its own,
+// such as srt's) is in a network namespace with only loopback: nothing it
+// starts can reach past this machine.
+func TestNetworkNoneIsLoopbackOnly(t *testing.T) {
+	// The control: the host has more than loopback.
+	host, err := os.ReadFile("/proc/net/dev")
+	if err != nil || strings.Count(string(host), ":") < 2 {
+		t.Skipf("the host itself has only loopback: the check would prove nothing (%v)", err)
+	}
+	sb := startEnv(t, Config{User: "nobody"})
+	res, err := sb.Exec(t.Context(), []string{"/bin/cat", "/proc/net/dev"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	var ifaces []string
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if strings.Join(ifaces, ",") != "lo" {
+		t.Errorf("interfaces in the wrapper's network namespace: %v, want only lo", ifaces)
+	}
+}
