@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -110,16 +111,27 @@ func TestLeftBehindProcessEndsWithTheSandbox(t *testing.T) {
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// A killed process is gone, or a zombie its new parent has not reaped
+	// yet, within a moment.
 	for _, p := range procs {
-		if _, err := os.Stat(filepath.Join("/proc", itoa(p))); err == nil {
-			if b, _ := os.ReadFile(filepath.Join("/proc", itoa(p), "comm")); strings.TrimSpace(string(b)) == "sleep" {
+		for deadline := time.Now().Add(5 * time.Second); alive(p); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
 				t.Errorf("process %d outlived Close", p)
+				break
 			}
 		}
 	}
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// alive reports whether pid runs (exists and is no zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}
 
 // With network none, the wrapper's host side (and so any proxy of its own,
 // such as srt's) is in a network namespace with only loopback: nothing it
