@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # matrix.sh runs the reference of each sandbox kind on this machine (the
 # process control, hardened bubblewrap, hardened Docker with runc and with
-# gVisor's runsc), each through `sandcheck run` with the full catalog, and
-# renders `sandcheck compare` over the four runs: out/compare.md and
+# gVisor's runsc) and the wrapper references (bwrap by hand, srt as root,
+# as a user and strict, firejail default and strict), each through
+# `sandcheck run` with the full catalog, and renders `sandcheck compare`
+# over the runs: out/compare.md and
 # compare.html. With --docs (or its old spelling --readme) it also puts the
 # matrix into docs/matrix.md between its matrix markers. A run that fails its verdict (exit 1: the
 # process control always does) is a row like any other; one the harness
@@ -22,7 +24,10 @@ out=${2:?usage: scripts/matrix.sh [--docs] BIN OUT}
 
 rm -rf "$out"
 mkdir -p "$out"
-kinds=(process:process.yaml bwrap:bwrap-hardened.yaml runc:hardened.yaml runsc:hardened-gvisor.yaml)
+kinds=(process:process.yaml bwrap:bwrap-hardened.yaml runc:hardened.yaml runsc:hardened-gvisor.yaml
+	wrapper-bwrap:wrapper-bwrap.yaml wrapper-srt-root:wrapper-srt-root.yaml wrapper-srt-user:wrapper-srt-user.yaml
+	wrapper-srt-strict:wrapper-srt-strict.yaml wrapper-firejail:wrapper-firejail.yaml
+	wrapper-firejail-strict:wrapper-firejail-strict.yaml)
 runs=()
 for kt in "${kinds[@]}"; do
 	kind=${kt%%:*}
@@ -35,7 +40,7 @@ for kt in "${kinds[@]}"; do
 		echo "matrix: the $kind run ($target) could not complete (exit 2); see $out/$kind.log" >&2
 		exit 2
 	fi
-	printf 'matrix: %-7s %-36s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
+	printf 'matrix: %-23s %-44s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
 	runs+=("$out/$kind")
 done
 "$bin/sandcheck" compare "${runs[@]}" --out "$out" >/dev/null

@@ -21,13 +21,20 @@ set -euo pipefail
 # What a run needs (`setup.sh --run`, make run), then what only the tests
 # and the BPF build add (the default, make test).
 readonly RUN_PACKAGES=(docker.io runsc bubblewrap busybox-static iptables ca-certificates)
-readonly TEST_PACKAGES=(clang llvm libbpf-dev poppler-utils)
+# firejail, socat and ripgrep: the wrapper references (firejail itself; socat
+# and ripgrep are what srt needs at run time).
+readonly TEST_PACKAGES=(clang llvm libbpf-dev poppler-utils firejail socat ripgrep)
 readonly PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
 # Debian only, tests only: Ubuntu's chromium package is a snap launcher,
 # which does not run in containers or CI (GitHub's Ubuntu runners have
 # google-chrome, which the reports' test uses instead).
 readonly DEBIAN_EXTRA=(chromium)
 readonly DAEMON_JSON=/etc/docker/daemon.json
+# Anthropic's sandbox runtime (srt), the wrapper references' main subject,
+# installed from the npm registry as users install it, pinned exactly.
+readonly SRT_PACKAGE=@anthropic-ai/sandbox-runtime
+readonly SRT_VERSION=0.0.83
+readonly SRT_PREFIX=/opt/sandcheck/srt
 # Debian's runsc (2022) needs the host network stack (its netstack fails on
 # recent kernels) and --oci-seccomp to apply the container's seccomp profile.
 readonly RUNSC_JSON='{"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host", "--oci-seccomp"]}'
@@ -64,6 +71,9 @@ setup: this script manages Debian and Ubuntu as root only (found ID=$1, uid $2).
      sudo mount -t tracefs tracefs /sys/kernel/tracing
 
 5. Check that the DOCKER-USER chain exists: sudo iptables -n -L DOCKER-USER
+
+6. For the wrapper tests, the pinned sandbox runtime (srt):
+     sudo npm install --prefix $SRT_PREFIX $SRT_PACKAGE@$SRT_VERSION
 
 Then run 'make images', and 'go run ./cmd/sandcheck doctor' to check the result.
 EOF
@@ -149,6 +159,36 @@ ensure_packages() {
 		die "apt-get failed (full log: $log)"
 	fi
 	rm -f "$log"
+}
+
+# srt_installed PREFIX: the pinned srt is installed under PREFIX (its
+# package.json names the pinned version; srt's own --version starts Node.js,
+# which warns on Node 20, so the package file is the quieter witness).
+srt_installed() {
+	local prefix=${1:-$SRT_PREFIX}
+	[[ -x $prefix/node_modules/.bin/srt ]] || return 1
+	grep -q "\"version\": *\"$SRT_VERSION\"" "$prefix/node_modules/$SRT_PACKAGE/package.json" 2>/dev/null
+}
+
+# ensure_srt installs srt at the pinned version under SRT_PREFIX with npm,
+# unless it is there already. Tests only: without npm it warns and the srt
+# references skip with that reason.
+ensure_srt() {
+	local prefix=${1:-$SRT_PREFIX} log
+	srt_installed "$prefix" && return 0
+	if ! command -v npm >/dev/null 2>&1; then
+		warn "npm is not installed; skipping $SRT_PACKAGE@$SRT_VERSION (the srt wrapper targets need it: apt-get install npm)"
+		return 0
+	fi
+	log=$(mktemp /tmp/sandcheck-npm.XXXXXX)
+	mkdir -p "$prefix"
+	say "installing $SRT_PACKAGE@$SRT_VERSION in $prefix"
+	if ! npm install --prefix "$prefix" --no-audit --no-fund --save-exact "$SRT_PACKAGE@$SRT_VERSION" >"$log" 2>&1; then
+		tail -n 30 "$log" >&2
+		die "npm install $SRT_PACKAGE@$SRT_VERSION failed (full log: $log)"
+	fi
+	rm -f "$log"
+	srt_installed "$prefix" || die "npm installed $SRT_PACKAGE but $prefix/node_modules/.bin/srt is not version $SRT_VERSION"
 }
 
 # ensure_cgroups mounts the cgroup hierarchies when nothing has (no init
@@ -400,6 +440,9 @@ main() {
 	export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 	ensure_packages "$os_id" "$purpose"
+	if [[ $purpose == test ]]; then
+		ensure_srt
+	fi
 	ensure_cgroups
 	ensure_tracefs
 	ensure_iptables

@@ -169,6 +169,23 @@ mkdir -p "$tmp/bin-none"
 (PATH="$tmp/bin-none" has_docker_engine) && fail "has_docker_engine found an engine on an empty PATH"
 (PATH="$tmp/bin-ce" has_docker_engine) || fail "has_docker_engine missed dockerd and docker on PATH"
 
+# srt counts as installed only at the pinned version, with its command.
+fake_srt() {
+	mkdir -p "$1/node_modules/.bin" "$1/node_modules/$SRT_PACKAGE"
+	printf '{\n  "name": "%s",\n  "version": "%s"\n}\n' "$SRT_PACKAGE" "$2" >"$1/node_modules/$SRT_PACKAGE/package.json"
+	printf '#!/bin/sh\n' >"$1/node_modules/.bin/srt"
+	chmod +x "$1/node_modules/.bin/srt"
+}
+fake_srt "$tmp/srt-pinned" "$SRT_VERSION"
+srt_installed "$tmp/srt-pinned" || fail "srt_installed missed the pinned version"
+fake_srt "$tmp/srt-old" 0.0.82
+srt_installed "$tmp/srt-old" && fail "srt_installed took version 0.0.82 for $SRT_VERSION"
+fake_srt "$tmp/srt-nobin" "$SRT_VERSION"
+rm "$tmp/srt-nobin/node_modules/.bin/srt"
+srt_installed "$tmp/srt-nobin" && fail "srt_installed without the srt command"
+[[ $(packages_for debian | tr '\n' ' ') == *"firejail socat ripgrep"* ]] || fail "debian test packages lack the wrapper tools"
+[[ $(packages_for debian run | tr '\n' ' ') != *firejail* ]] || fail "the run packages hold the wrapper tools (tests only)"
+
 # On a machine setup has prepared, a second run does nothing and says nothing.
 if [[ $EUID == 0 && $(. /etc/os-release && echo "$ID") == debian ]] && docker_answers; then
 	out=$(bash "$here/setup.sh" 2>&1)

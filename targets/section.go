@@ -106,6 +106,10 @@ type SectionSource struct {
 	// Target holds the file's common keys, already decoded (a section
 	// may check itself against output:, inputs: or the file's folder).
 	Target *Target
+	// File is the target file's name as given to Parse (Target.Path is
+	// set only after the sections are decoded): a section resolves its
+	// relative host paths against its folder.
+	File string
 
 	node ast.Node
 	dec  *yaml.Decoder
@@ -228,7 +232,7 @@ func decodeTarget(name string, b []byte, t *Target) (Errors, error) {
 	var problems Errors
 	for _, key := range slices.Sorted(maps.Keys(raw)) {
 		decode, _ := sectionDecoder(key)
-		src := &SectionSource{Name: key, Target: t, node: raw[key], dec: dec, v: &validator{name: name, src: b}}
+		src := &SectionSource{Name: key, Target: t, File: name, node: raw[key], dec: dec, v: &validator{name: name, src: b}}
 		sec, err := decode(src)
 		if err != nil {
 			return nil, err

@@ -11,4 +11,5 @@ import (
 	_ "github.com/sandcheck/sandcheck/runners/gateway"
 	_ "github.com/sandcheck/sandcheck/runners/opensandbox"
 	_ "github.com/sandcheck/sandcheck/runners/process"
+	_ "github.com/sandcheck/sandcheck/runners/wrapper"
 )

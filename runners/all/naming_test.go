@@ -29,15 +29,20 @@ var namedElsewhere = map[string]map[string]string{
 		"internal/doctor/doctor.go":  "doctor --target maps a bwrap target to the bubblewrap check it needs (debt: a runner could declare the host programs it needs)",
 		"probes/impl/fingerprint.go": "not the runner: the probe recognises a bwrap init from inside the box",
 	},
+	"wrapper": {
+		"runners/all/all.go": "the one line that builds it in",
+	},
 	"process": {
-		"runners/all/all.go":        "the one line that builds it in",
-		"runners/bwrap/runner.go":   "bwrap reuses the process runner's host-process machinery",
-		"runners/bwrap/spawn.go":    "bwrap reuses the process runner's host-process machinery",
-		"runners/command/runner.go": "command runs the platform's tool through the process runner's bounded process.Run",
-		"targets/section.go":        "the order the unknown-runner error has always named runners in",
-		"reports/compare.go":        "the comparison matrix orders and describes kinds by runner name (debt: a runner could declare its kind)",
-		"reports/risks.go":          "the risk register classes runners by name (debt: a runner could declare its isolation class and locality)",
-		"probes/impl/teardown.go":   "not the runner: a teardown probe's sibling sandbox is named process",
+		"runners/all/all.go":          "the one line that builds it in",
+		"runners/bwrap/runner.go":     "bwrap reuses the process runner's host-process machinery",
+		"runners/bwrap/spawn.go":      "bwrap reuses the process runner's host-process machinery",
+		"runners/command/runner.go":   "command runs the platform's tool through the process runner's bounded process.Run",
+		"runners/wrapper/register.go": "wrapper reuses the process runner's host-process machinery (network namespace)",
+		"runners/wrapper/runner.go":   "wrapper reuses the process runner's host-process machinery (cgroup, bounded processes)",
+		"targets/section.go":          "the order the unknown-runner error has always named runners in",
+		"reports/compare.go":          "the comparison matrix orders and describes kinds by runner name (debt: a runner could declare its kind)",
+		"reports/risks.go":            "the risk register classes runners by name (debt: a runner could declare its isolation class and locality)",
+		"probes/impl/teardown.go":     "not the runner: a teardown probe's sibling sandbox is named process",
 	},
 }
 

@@ -1,0 +1,94 @@
+package wrapper
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/targets"
+)
+
+// The wrapper section is checked here, once, against this host too (the
+// wrapper on PATH, the user, the settings files), and its problems name
+// file, line and field as every target error does.
+func TestSectionValidation(t *testing.T) {
+	head := "schema: sandcheck.dev/target/v1\nname: x\nprofile: no-network-transform\nrunner: wrapper\n"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "t.yaml")
+	for _, tc := range []struct{ name, body, want string }{
+		{"without section", "", "t.yaml:4:9: $.runner: runner wrapper needs a wrapper: section"},
+		{"wrapper not on PATH", "wrapper:\n  argv: [no-such-wrapper-xyz, \"${ARGV}\"]\n  user: root\n  network: none\n", "t.yaml:6:10: $.wrapper.argv[0]: wrapper no-such-wrapper-xyz is not on PATH"},
+		{"wrapper not on the target's PATH", "wrapper:\n  argv: [sh, -c, \"${ARGV_SHELL}\"]\n  user: root\n  env: {PATH: /nonexistent}\n  network: none\n", "$.wrapper.argv[0]: wrapper sh is not on PATH /nonexistent"},
+		{"missing user", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: no-such-user-xyz\n  network: none\n", "t.yaml:7:9: $.wrapper.user: user \"no-such-user-xyz\" does not exist on this host"},
+		{"missing uid", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: \"64999:64999\"\n  network: none\n", "$.wrapper.user: user \"64999:64999\" does not exist"},
+		{"missing settings file", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  files: [{source: nope.json, path: s.json}]\n  network: none\n", "t.yaml:8:20: $.wrapper.files[0].source: stat " + filepath.Join(dir, "nope.json")},
+		{"file outside workdir", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  files: [{source: t.yaml, path: ../s.json}]\n  network: none\n", "$.wrapper.files[0].path: must be a relative path inside ${WORKDIR}"},
+		{"no command placeholder", "wrapper:\n  argv: [env]\n  user: root\n  network: none\n", "$.wrapper.argv: must hold ${ARGV} or ${ARGV_SHELL} exactly once (found 0)"},
+		{"ARGV inside a word", "wrapper:\n  argv: [sh, -c, \"x ${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[2]: ${ARGV} must be a word of its own"},
+		{"unknown placeholder", "wrapper:\n  argv: [env, \"${HOME}\", \"${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[1]: ${HOME} is not one of"},
+		{"host network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: host\n", "t.yaml:8:12: $.wrapper.network: \"host\" is not one of [none harness]"},
+		{"no network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n", "$.wrapper.network: is required"},
+		{"reserved env", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  env: {SANDCHECK_X: y}\n  network: none\n", "$.wrapper.env.SANDCHECK_X: the SANDCHECK_ prefix is reserved"},
+		{"unknown key", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  bogus: 1\n", "t.yaml:8:3: unknown field \"bogus\""},
+	} {
+		_, err := targets.Parse(file, []byte(head+tc.body))
+		if err == nil || !errors.Is(err, targets.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The reference targets decode, with their settings files found next to
+// them; their wrappers are checked on PATH only where make setup ran.
+func TestReferencesDecode(t *testing.T) {
+	files, err := filepath.Glob("../../fixtures/targets/wrapper-*.yaml")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("reference targets: %v %v", files, err)
+	}
+	for _, f := range files {
+		tg, err := targets.Load(f)
+		if err != nil {
+			if strings.Contains(err.Error(), "is not on PATH") && os.Getenv("CI") != "true" {
+				t.Logf("%s: %v (make setup installs the wrappers)", f, err)
+				continue
+			}
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		c := tg.Section.(*Config)
+		if !slices.ContainsFunc(c.Argv, func(a string) bool { return a == VarArgv || strings.Contains(a, VarArgvShell) }) {
+			t.Errorf("%s: argv %v runs no command", f, c.Argv)
+		}
+	}
+}
+
+// The argv template fills the command as separate words, as one quoted
+// string, and the folders; the probe's paths point at its mount.
+func TestExpand(t *testing.T) {
+	argv := []string{"/p/x", "it's", "a b"}
+	got, err := expand([]string{"w", "--dir", VarWorkdir, "--ro", VarProbeDir + "/f", "--", VarArgv}, argv, "/w", "/p")
+	if err != nil || !slices.Equal(got, []string{"w", "--dir", "/w", "--ro", "/p/f", "--", "/p/x", "it's", "a b"}) {
+		t.Errorf("expand ${ARGV}: %q %v", got, err)
+	}
+	got, _ = expand([]string{"w", "-c", VarArgvShell}, argv, "/w", "/p")
+	if want := `'/p/x' 'it'\''s' 'a b'`; got[2] != want {
+		t.Errorf("expand ${ARGV_SHELL}: %q, want %q", got[2], want)
+	}
+	sb := &Sandbox{probe: "/run/x/probe"}
+	rw := sb.rewrite([]string{"/.sandcheck/sandcheck-probe", "run", "--params", `{"probe_dir":"/.sandcheck","x":"/.sandcheck/go"}`, "/.sandcheckx"})
+	want := []string{"/run/x/probe/sandcheck-probe", "run", "--params", `{"probe_dir":"/run/x/probe","x":"/run/x/probe/go"}`, "/.sandcheckx"}
+	if !slices.Equal(rw, want) {
+		t.Errorf("rewrite: %q, want %q", rw, want)
+	}
+}
+
+func TestDeclared(t *testing.T) {
+	c := &Config{Limits: targets.Limits{PidsLimit: 100, Memory: "256Mi", NoFile: 2048}}
+	d := c.Declared()
+	if d.Limits != (targets.DeclaredLimits{Pids: 100, MemoryBytes: 256 << 20, Nofile: 2048}) || d.Egress != "" || d.Env != nil {
+		t.Errorf("declared %+v", d)
+	}
+}

@@ -1,0 +1,622 @@
+// Package wrapper is the wrapper runner (runner: wrapper), for sandboxes
+// that are a command prefix rather than a box a platform creates, execs
+// into and deletes: Anthropic's sandbox runtime (srt), firejail, bubblewrap
+// invoked by hand, the sandboxes of coding agents' CLIs. A sandbox is a
+// fresh folder (${WORKDIR}, owned by the target's user, removed at Close)
+// and the target's argv template; every command is one invocation of the
+// wrapper, started as the target's user in a cgroup and a network
+// namespace the runner made for the sandbox (package process's Cgroup and
+// netharness), so the wrapper's whole process tree, and whatever of it
+// outlives the wrapper, is the sandbox's on the host.
+//
+// The probe folder is bind-mounted read-only on the host under the
+// sandbox's state folder (${PROBE_DIR}); words of a command naming
+// runners.ProbeMount, and the probe folder named in the probe's JSON
+// parameters, are pointed there, since a wrapper shows the box the host's
+// file system (what it hides is its business). A wrapper that moves or
+// hides that folder cannot run the probe: Start's check says so.
+//
+// Start proves the wrapper runs commands: it runs the probe's list through
+// it and wants its output. A wrapper that exits 0 without running the
+// command, or prints nothing, is refused there with one error (a harness
+// error, never a pass).
+package wrapper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/runners/process"
+)
+
+var (
+	_ runners.Runner           = (*Runner)(nil)
+	_ runners.Sandbox          = (*Sandbox)(nil)
+	_ runners.Waiter           = (*Sandbox)(nil)
+	_ runners.TeardownVerifier = (*Sandbox)(nil)
+	_ runners.CPUMeter         = (*Sandbox)(nil)
+)
+
+// StateRoot holds each sandbox's folder while it runs: its probe mount
+// and its ${WORKDIR}.
+const StateRoot = "/run/sandcheck-wrapper"
+
+// Bounds.
+const (
+	defaultStartTimeout = 60 * time.Second
+	// checkOutput is the least the probe's list prints.
+	checkOutput = 4
+)
+
+// ErrNotRun means the wrapper did not run the command it was given: it
+// exited 0 and printed nothing of the command's (a wrapper that drops
+// its argument, /bin/true). It is a harness error, never a finding.
+var ErrNotRun = errors.New("the wrapper did not run the command")
+
+// Runner starts wrapper sandboxes for one target. It is safe for
+// concurrent use.
+type Runner struct {
+	process.Base
+	cfg     Config
+	baseDir string
+	id      Identity
+	prog    string // Argv[0] resolved on PATH
+}
+
+// Option configures a Runner (process.Option: the host-process runners
+// share their options).
+type Option = process.Option
+
+// WithLogger sets the logger; the default discards.
+func WithLogger(l *slog.Logger) Option { return process.WithLogger(l) }
+
+// WithDocker sets the engine client through which the harness network is
+// looked up (network harness); the default makes one from the environment.
+func WithDocker(c client.NetworkAPIClient) Option { return process.WithDocker(c) }
+
+// New checks the configuration against this host (the wrapper on PATH,
+// the user). baseDir resolves relative settings files (the target file's
+// folder).
+func New(cfg Config, baseDir string, opts ...Option) (*Runner, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("wrapper configuration: argv is empty")
+	}
+	if cfg.Network != "none" && cfg.Network != "harness" {
+		return nil, fmt.Errorf("wrapper configuration: network %q is not none or harness", cfg.Network)
+	}
+	r := &Runner{cfg: cfg, baseDir: baseDir}
+	var err error
+	if r.id, err = lookupUser(cfg.User); err != nil {
+		return nil, fmt.Errorf("wrapper configuration: %w", err)
+	}
+	if r.prog, err = lookPath(cfg.Argv[0], cfg.path()); err != nil {
+		return nil, fmt.Errorf("wrapper configuration: %w", err)
+	}
+	for _, f := range cfg.Files {
+		if !localPath(f.Path) {
+			return nil, fmt.Errorf("wrapper configuration: file path %q is not inside ${WORKDIR}", f.Path)
+		}
+	}
+	r.Configure(opts)
+	return r, nil
+}
+
+// Name identifies the backend.
+func (r *Runner) Name() string { return "wrapper" }
+
+// HostCPUClock is true: the wrapper's tree is host processes, their CPU
+// clock the host kernel's (runners.HostCPUClocker).
+func (r *Runner) HostCPUClock() bool { return true }
+
+// Capabilities: the wrapper can be put on the harness network (when the
+// target says so), a task can be a wrapper invocation of its own, and the
+// host meters its CPU through the cgroup; the probe folder is delivered
+// read-only. No runtime view (a wrapper has no runtime to ask) and no host
+// PID (no process of the sandbox lives between invocations).
+func (r *Runner) Capabilities() runners.Capabilities {
+	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true}
+}
+
+// Sandbox is one wrapper sandbox: its folder, cgroup and network
+// namespace. Each Exec is one invocation of the wrapper.
+type Sandbox struct {
+	r       *Runner
+	id      string
+	log     *slog.Logger
+	state   string // StateRoot/<id>
+	probe   string // state/probe: the probe folder, bound read-only
+	workdir string // state/work
+	env     []string
+	cgroup  *process.Cgroup
+	net     *netNamespace
+	task    *process.Proc // the first invocation, with spec.Command
+
+	mu       sync.Mutex
+	mounted  bool
+	killed   bool
+	closeRan bool
+	closed   bool
+}
+
+// Start makes the sandbox's folder, cgroup and network namespace, checks
+// that the wrapper runs a command (the probe's list) and, with
+// spec.Command, starts the task as the first invocation. Every error wraps
+// runners.ErrStart, and what was made is removed.
+func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.Sandbox, error) {
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sb, err := r.start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("starting wrapper sandbox %s: %w: %w", spec.Name, runners.ErrStart, err)
+	}
+	return sb, nil
+}
+
+func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandbox, err error) {
+	if err := process.CheckProbeDir(spec.ProbeDir); err != nil {
+		return nil, err
+	}
+	sb = &Sandbox{r: r, id: process.NewID("scwr")}
+	sb.log = r.Logger().With("sandbox", sb.id)
+	sb.state = filepath.Join(StateRoot, sb.id)
+	sb.probe = filepath.Join(sb.state, "probe")
+	sb.workdir = filepath.Join(sb.state, "work")
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, sb.teardown())
+		}
+	}()
+	if err := sb.makeFolders(spec.ProbeDir); err != nil {
+		return sb, err
+	}
+	if sb.cgroup, err = process.NewCgroup(sb.id, r.cfg.Limits); err != nil {
+		return sb, err
+	}
+	if sb.net, err = r.openNetwork(ctx, spec.Network, sb.id); err != nil {
+		return sb, err
+	}
+	sb.env = sb.environ(spec.Env)
+	if err := sb.check(ctx); err != nil {
+		return sb, err
+	}
+	if len(spec.Command) > 0 {
+		cmd, err := sb.command(spec.Command)
+		if err != nil {
+			return sb, err
+		}
+		if sb.task, err = process.StartProc(cmd); err != nil {
+			return sb, err
+		}
+	}
+	sb.log.Debug("sandbox ready", "workdir", sb.workdir)
+	return sb, nil
+}
+
+// makeFolders makes the state folder, the probe mount (read-only, private)
+// and ${WORKDIR} with the target's files, owned by the target's user.
+func (sb *Sandbox) makeFolders(probeDir string) error {
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return fmt.Errorf("making %s: %w", StateRoot, err)
+	}
+	if err := os.Mkdir(sb.state, 0o755); err != nil {
+		return fmt.Errorf("making the sandbox's folder: %w", err)
+	}
+	if err := os.Mkdir(sb.probe, 0o755); err != nil {
+		return fmt.Errorf("making the probe mount point: %w", err)
+	}
+	if err := unix.Mount(probeDir, sb.probe, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting the probe folder %s: %w", probeDir, err)
+	}
+	sb.mounted = true
+	if err := unix.Mount("", sb.probe, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making the probe mount private: %w", err)
+	}
+	if err := unix.Mount("", sb.probe, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("making the probe mount read-only: %w", err)
+	}
+	if err := os.Mkdir(sb.workdir, 0o700); err != nil {
+		return fmt.Errorf("making the work folder: %w", err)
+	}
+	if err := os.Chown(sb.workdir, sb.r.id.UID, sb.r.id.GID); err != nil {
+		return fmt.Errorf("giving the work folder to uid %d: %w", sb.r.id.UID, err)
+	}
+	for _, f := range sb.r.cfg.Files {
+		if err := sb.placeFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeFile copies one settings file into ${WORKDIR}, as the target's
+// user would have it: made, not followed (no folder of it is a link the
+// wrapper could have planted, since the folder is fresh).
+func (sb *Sandbox) placeFile(f File) error {
+	dst := filepath.Join(sb.workdir, f.Path)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("placing %s: %w", f.Path, err)
+	}
+	for d := filepath.Dir(dst); d != sb.workdir && strings.HasPrefix(d, sb.workdir); d = filepath.Dir(d) {
+		if err := os.Chown(d, sb.r.id.UID, sb.r.id.GID); err != nil {
+			return fmt.Errorf("placing %s: %w", f.Path, err)
+		}
+	}
+	if err := process.CopyFile(resolve(sb.r.baseDir, f.Source), dst); err != nil {
+		return fmt.Errorf("placing the wrapper's file %s: %w", f.Path, err)
+	}
+	if err := os.Chown(dst, sb.r.id.UID, sb.r.id.GID); err != nil {
+		return fmt.Errorf("placing %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// environ is the wrapper's environment: PATH and HOME (${WORKDIR}) unless
+// the target sets them, the target's, then the spec's; ${WORKDIR} filled.
+func (sb *Sandbox) environ(spec map[string]string) []string {
+	target := map[string]string{"HOME": VarWorkdir, "USER": sb.r.id.Name, "LOGNAME": sb.r.id.Name}
+	for k, v := range sb.r.cfg.Env {
+		target[k] = v
+	}
+	for k, v := range target {
+		target[k] = strings.ReplaceAll(v, VarWorkdir, sb.workdir)
+	}
+	if sb.r.id.Name == "" {
+		delete(target, "USER")
+		delete(target, "LOGNAME")
+	}
+	return process.Environ(target, spec)
+}
+
+// check runs the probe's list through the wrapper: it must exit 0 and
+// print what list prints. Anything else is the one error of the start.
+func (sb *Sandbox) check(ctx context.Context) error {
+	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "list"}
+	cmd, err := sb.command(argv)
+	if err != nil {
+		return err
+	}
+	res, err := process.Run(ctx, cmd)
+	if err != nil {
+		return fmt.Errorf("checking that the wrapper runs a command: %w", err)
+	}
+	out := bytes.TrimSpace(res.Stdout)
+	switch {
+	case res.ExitCode != 0:
+		return fmt.Errorf("checking that the wrapper runs a command: %s %s exited %d: %s", sb.r.cfg.Argv[0], strings.Join(argv, " "), res.ExitCode, excerpt(res.Stderr))
+	case len(out) < checkOutput:
+		return fmt.Errorf("%w: %s exited 0 but the probe's list printed nothing (stdout %q, stderr %s): it dropped the command, or hid the probe folder", ErrNotRun, sb.r.cfg.Argv[0], out, excerpt(res.Stderr))
+	}
+	return nil
+}
+
+// excerpt is the start of a command's error output, on one line.
+func excerpt(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	if s == "" {
+		return "(none)"
+	}
+	return strconv.Quote(s)
+}
+
+// command is argv as one invocation of the wrapper: a root shell joins the
+// sandbox's cgroup, nsenter enters its network namespace, setpriv drops to
+// the target's user, and the wrapper runs in ${WORKDIR}.
+func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
+	words, err := expand(sb.r.cfg.Argv, sb.rewrite(argv), sb.workdir, sb.probe)
+	if err != nil {
+		return nil, err
+	}
+	words[0] = sb.r.prog
+	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
+	pre := []string{"-c", script, "sh"}
+	if !sb.r.id.Root() {
+		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID))
+		if sb.r.id.Name != "" {
+			pre = append(pre, "--init-groups")
+		} else {
+			pre = append(pre, "--clear-groups")
+		}
+		pre = append(pre, "--")
+	}
+	cmd := exec.Command("/bin/sh", append(pre, words...)...)
+	cmd.Env = sb.env
+	cmd.Dir = sb.workdir
+	cmd.ExtraFiles = []*os.File{sb.net.File()}
+	return cmd, nil
+}
+
+// rewrite points the command's probe paths at the probe mount: words
+// under runners.ProbeMount, and the probe folder named in a JSON word
+// (the probe's parameters).
+func (sb *Sandbox) rewrite(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		switch {
+		case a == runners.ProbeMount || strings.HasPrefix(a, runners.ProbeMount+"/"):
+			a = sb.probe + strings.TrimPrefix(a, runners.ProbeMount)
+		case strings.HasPrefix(a, "{"):
+			a = strings.ReplaceAll(a, `"`+runners.ProbeMount+`"`, strconv.Quote(sb.probe))
+			a = strings.ReplaceAll(a, `"`+runners.ProbeMount+`/`, `"`+sb.probe+`/`)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// expand fills the argv template for one command.
+func expand(tmpl, argv []string, workdir, probe string) ([]string, error) {
+	var out []string
+	fill := func(s string) string {
+		s = strings.ReplaceAll(s, VarWorkdir, workdir)
+		return strings.ReplaceAll(s, VarProbeDir, probe)
+	}
+	for _, w := range tmpl {
+		if w == VarArgv {
+			out = append(out, argv...)
+			continue
+		}
+		out = append(out, strings.ReplaceAll(fill(w), VarArgvShell, shellQuote(argv)))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the wrapper's argv is empty")
+	}
+	return out, nil
+}
+
+// shellQuote is argv as one POSIX shell command line.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// ID names the sandbox (and its cgroup and folder).
+func (sb *Sandbox) ID() string { return sb.id }
+
+// running fails once the sandbox was killed or closed.
+func (sb *Sandbox) running() error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if sb.killed || sb.closeRan {
+		return fmt.Errorf("the sandbox %s is not running", sb.id)
+	}
+	return nil
+}
+
+// CopyIn copies a host file into ${WORKDIR} (sandboxPath relative to it,
+// or absolute inside it), owned by the target's user: the one folder of
+// the host the runner gives the box. A path elsewhere is refused: the
+// runner never writes the host's files for the box.
+func (sb *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) error {
+	if err := sb.running(); err != nil {
+		return fmt.Errorf("copying %s in: %w", hostPath, err)
+	}
+	rel := sandboxPath
+	if filepath.IsAbs(sandboxPath) {
+		r, err := filepath.Rel(sb.workdir, sandboxPath)
+		if err != nil {
+			return fmt.Errorf("copying %s in: %w", hostPath, err)
+		}
+		rel = r
+	}
+	if !localPath(rel) || strings.Contains(rel, "/") {
+		return fmt.Errorf("copying %s in: %q is not a file name in the sandbox's folder %s", hostPath, sandboxPath, sb.workdir)
+	}
+	dst := filepath.Join(sb.workdir, rel)
+	// The box may have planted a link at dst: never follow it.
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("copying %s in: %s exists and is not a regular file", hostPath, dst)
+	}
+	tmp := filepath.Join(sb.workdir, ".sandcheck-copy-"+process.NewID("in"))
+	if err := process.CopyFile(hostPath, tmp); err != nil {
+		return err
+	}
+	if err := os.Chown(tmp, sb.r.id.UID, sb.r.id.GID); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("copying %s in: %w", hostPath, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("copying %s in: %w", hostPath, err)
+	}
+	return nil
+}
+
+// Workdir is the sandbox's ${WORKDIR} on the host.
+func (sb *Sandbox) Workdir() string { return sb.workdir }
+
+// Exec runs argv as one invocation of the wrapper and waits for it; output
+// is capped at runners.MaxOutput each. When ctx ends first the invocation's
+// process group is killed and Exec returns exit code -1 and ctx's error.
+func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, error) {
+	if len(argv) == 0 {
+		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
+	}
+	if err := sb.running(); err != nil {
+		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
+	}
+	cmd, err := sb.command(argv)
+	if err != nil {
+		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
+	}
+	res, err := process.Run(ctx, cmd)
+	if err != nil {
+		return res, fmt.Errorf("exec of %s: %w", argv[0], err)
+	}
+	return res, nil
+}
+
+// Wait waits for the task (spec.Command's invocation).
+func (sb *Sandbox) Wait(ctx context.Context) (runners.ExitResult, error) {
+	if sb.task == nil {
+		return runners.ExitResult{ExitCode: -1}, errors.New("wait: the sandbox was started without a command")
+	}
+	return sb.task.Wait(ctx)
+}
+
+// Spawn starts argv beside the box, as a host process of the sandbox
+// (its cgroup and network namespace, so Close ends it), not through the
+// wrapper: the agent's own helper that the wrapped command runs beside.
+// User "0" is the host's root; any other user is the target's.
+func (sb *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []string) error {
+	if len(argv) == 0 {
+		return errors.New("spawn: empty command")
+	}
+	if err := sb.running(); err != nil {
+		return fmt.Errorf("spawn of %s: %w", argv[0], err)
+	}
+	argv = sb.rewrite(argv)
+	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
+	pre := []string{"-c", script, "sh"}
+	if user != "0" {
+		if uid, err := strconv.Atoi(user); user != "" && (err != nil || uid != sb.r.id.UID) {
+			return fmt.Errorf("spawn of %s: user %q is neither 0 nor the target's user", argv[0], user)
+		}
+		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID), "--clear-groups", "--")
+	}
+	cmd := exec.Command("/bin/sh", append(pre, argv...)...)
+	cmd.Env = append(append([]string(nil), sb.env...), env...)
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{sb.net.File()}
+	if _, err := process.StartProc(cmd); err != nil {
+		return fmt.Errorf("spawn of %s: %w", argv[0], err)
+	}
+	return nil
+}
+
+// CPUUsed is the sandbox cgroup's CPU time.
+func (sb *Sandbox) CPUUsed() (time.Duration, error) { return sb.cgroup.CPUUsed() }
+
+// Kill stops every process of the sandbox; Close still removes it.
+func (sb *Sandbox) Kill(ctx context.Context) error {
+	sb.mu.Lock()
+	sb.killed = true
+	sb.mu.Unlock()
+	return sb.cgroup.Kill()
+}
+
+// Close kills every process of the sandbox (its cgroup's: the wrappers
+// and whatever they left), removes the cgroup, the network namespace, the
+// probe mount and the sandbox's folder. It ignores ctx; calling it twice
+// is safe.
+func (sb *Sandbox) Close(ctx context.Context) error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.closeRan = true
+	if sb.closed {
+		return nil
+	}
+	if err := sb.teardown(); err != nil {
+		return fmt.Errorf("closing %s: %w", sb.id, err)
+	}
+	sb.closed = true
+	return nil
+}
+
+// teardown removes what of the sandbox was made; a failed start calls it
+// directly.
+func (sb *Sandbox) teardown() error {
+	var errs []error
+	if sb.cgroup != nil {
+		errs = append(errs, sb.cgroup.Remove())
+	}
+	if sb.task != nil {
+		sb.task.Kill()
+		select {
+		case <-sb.task.Done():
+		case <-time.After(10 * time.Second):
+			errs = append(errs, fmt.Errorf("the task's wrapper (pid %d) was not reaped", sb.task.Pid()))
+		}
+	}
+	if sb.net != nil {
+		errs = append(errs, sb.net.Close())
+	}
+	if sb.mounted {
+		if err := unix.Unmount(sb.probe, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", sb.probe, err))
+		} else {
+			sb.mounted = false
+		}
+	}
+	if sb.state != "" && !sb.mounted {
+		// RemoveAll does not follow links: what the box left in ${WORKDIR}
+		// goes, the host paths it points at stay.
+		if err := os.RemoveAll(sb.state); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", sb.state, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// VerifyTeardown lists what survived Close: the cgroup's folders, the
+// sandbox's folder, host processes naming it, the veth end.
+func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
+	sb.mu.Lock()
+	ran := sb.closeRan
+	sb.mu.Unlock()
+	if !ran {
+		return nil, fmt.Errorf("verifying teardown of %s: the sandbox was not closed", sb.id)
+	}
+	left := sb.cgroup.Leftovers()
+	if _, err := os.Lstat(sb.state); err == nil {
+		left = append(left, "sandbox folder "+sb.state+" still exists")
+	}
+	left = append(left, processesNaming(sb.state)...)
+	links, err := sb.net.Leftovers()
+	return append(left, links...), err
+}
+
+// processesNaming lists host processes whose command line contains s
+// (every invocation of a sandbox names its folder).
+func processesNaming(s string) []string {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	self := strconv.Itoa(os.Getpid())
+	var out []string
+	for _, n := range names {
+		pid := filepath.Base(filepath.Dir(n))
+		if pid == self {
+			continue
+		}
+		b := readBounded(n, 4096)
+		if !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("process %s (%.120s) names the sandbox", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+	}
+	return out
+}
+
+func readBounded(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	k, _ := f.Read(b)
+	return b[:k]
+}

@@ -1,0 +1,159 @@
+package wrapper
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandcheck/sandcheck/runners"
+)
+
+// startEnv starts a sandbox whose wrapper is env (the command runs as it
+// is), with a probe whose list prints, and closes it at cleanup.
+func startEnv(t *testing.T, cfg Config) *Sandbox {
+	t.Helper()
+	requireTool(t, "env", defaultPath)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, runners.ProbeBinary), []byte("#!/bin/sh\necho hold; echo list\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Argv == nil {
+		cfg.Argv = []string{"env", VarArgv}
+	}
+	if cfg.Network == "" {
+		cfg.Network = "none"
+	}
+	r, err := New(cfg, "../../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := r.Start(t.Context(), runners.SandboxSpec{Name: "t", ProbeDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(t.Context()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		left, err := sb.(*Sandbox).VerifyTeardown(t.Context())
+		if err != nil || len(left) > 0 {
+			t.Errorf("after Close: %v %v", left, err)
+		}
+	})
+	return sb.(*Sandbox)
+}
+
+// The wrapper runs as the target's user in ${WORKDIR}, which it owns, with
+// HOME there, the settings files in place and the probe folder read-only.
+func TestWrapperEnvironment(t *testing.T) {
+	sb := startEnv(t, Config{User: "nobody", Files: []File{{Source: "wrapper/srt-strict.json", Path: "conf/.srt-settings.json"}}})
+	res, err := sb.Exec(t.Context(), []string{"/bin/sh", "-c", `id -u; pwd; echo "$HOME"; test -r conf/.srt-settings.json && echo readable; touch "$1/x" 2>/dev/null || echo probe-ro`, "sh", runners.ProbeMount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	want := []string{"65534", sb.Workdir(), sb.Workdir(), "readable", "probe-ro"}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("inside: %q (stderr %q), want %q", lines, res.Stderr, want)
+	}
+	fi, err := os.Stat(sb.Workdir())
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("workdir: %v %v", fi, err)
+	}
+}
+
+// CopyIn writes only file names of ${WORKDIR}, and never through a link
+// the box planted there.
+func TestCopyInStaysInWorkdir(t *testing.T) {
+	sb := startEnv(t, Config{User: "root"})
+	src := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(sb.Workdir(), "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range []string{"/etc/x", "../x", "a/b", "link", filepath.Join(sb.Workdir(), "..", "x")} {
+		if err := sb.CopyIn(t.Context(), src, dst); err == nil {
+			t.Errorf("CopyIn to %q succeeded", dst)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host" {
+		t.Errorf("the host file behind the box's link was written: %q", b)
+	}
+	if err := sb.CopyIn(t.Context(), src, filepath.Join(sb.Workdir(), "ok")); err != nil {
+		t.Errorf("CopyIn into the workdir: %v", err)
+	}
+}
+
+// A process the wrapper leaves behind is the sandbox's: it is in the
+// cgroup, and Close ends it.
+func TestLeftBehindProcessEndsWithTheSandbox(t *testing.T) {
+	sb := startEnv(t, Config{User: "root"})
+	res, err := sb.Exec(t.Context(), []string{"/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 < /dev/null & echo $!"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	procs, err := sb.cgroup.Procs()
+	if err != nil || len(procs) == 0 {
+		t.Fatalf("the daemon left behind is not in the sandbox's cgroup: %v %v", procs, err)
+	}
+	if err := sb.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A killed process is gone, or a zombie its new parent has not reaped
+	// yet, within a moment.
+	for _, p := range procs {
+		for deadline := time.Now().Add(5 * time.Second); alive(p); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d outlived Close", p)
+				break
+			}
+		}
+	}
+}
+
+// alive reports whether pid runs (exists and is no zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}
+
+// With network none, the wrapper's host side (and so any proxy of its own,
+// such as srt's) is in a network namespace with only loopback: nothing it
+// starts can reach past this machine.
+func TestNetworkNoneIsLoopbackOnly(t *testing.T) {
+	// The control: the host has more than loopback.
+	host, err := os.ReadFile("/proc/net/dev")
+	if err != nil || strings.Count(string(host), ":") < 2 {
+		t.Skipf("the host itself has only loopback: the check would prove nothing (%v)", err)
+	}
+	sb := startEnv(t, Config{User: "nobody"})
+	res, err := sb.Exec(t.Context(), []string{"/bin/cat", "/proc/net/dev"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	var ifaces []string
+	for _, line := range strings.Split(string(res.Stdout), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if strings.Join(ifaces, ",") != "lo" {
+		t.Errorf("interfaces in the wrapper's network namespace: %v, want only lo", ifaces)
+	}
+}
