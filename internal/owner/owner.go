@@ -7,10 +7,11 @@ package owner
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/sandcheck/sandcheck/internal/bounded"
 )
 
 // Self is this process's owner string.
@@ -21,7 +22,7 @@ func Self() string {
 
 // BootID is this boot's id (/proc/sys/kernel/random/boot_id).
 func BootID() string {
-	return strings.TrimSpace(string(readBounded("/proc/sys/kernel/random/boot_id", 64)))
+	return strings.TrimSpace(string(bounded.ReadFile("/proc/sys/kernel/random/boot_id", 64)))
 }
 
 // Alive reports whether an owner string names a live process on this boot.
@@ -56,7 +57,7 @@ func startTicks(pid int) string {
 // stat reads fields 3 (state) and 22 (start time) of /proc/PID/stat; both
 // are "" when the process is gone.
 func stat(pid int) (state, ticks string) {
-	b := readBounded(fmt.Sprintf("/proc/%d/stat", pid), 4096)
+	b := bounded.ReadFile(fmt.Sprintf("/proc/%d/stat", pid), 4096)
 	// The command name (field 2) may hold spaces and parentheses: count from
 	// the last ')'.
 	i := strings.LastIndexByte(string(b), ')')
@@ -68,15 +69,4 @@ func stat(pid int) (state, ticks string) {
 		return "", ""
 	}
 	return f[0], f[19]
-}
-
-// readBounded reads at most n bytes of a file; nil when it cannot be read.
-func readBounded(path string, n int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, n))
-	return b
 }

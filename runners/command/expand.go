@@ -62,13 +62,3 @@ func envArgs(tmpl []string, env map[string]string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// shellQuote quotes argv as one POSIX shell line, each word in single
-// quotes.
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 func TestExpand(t *testing.T) {
@@ -12,7 +14,7 @@ func TestExpand(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := expand("exec", []string{"tool", "exec", "--id=${ID}", "${ENV_ARGS}", "${ARGV}", "sh", "-c", "${ARGV_SHELL}"}, vars{
-		one:   map[string]string{"ID": "abc", "ARGV_SHELL": shellQuote([]string{"echo", "it's"})},
+		one:   map[string]string{"ID": "abc", "ARGV_SHELL": runners.ShellQuote([]string{"echo", "it's"})},
 		splat: map[string][]string{"ARGV": {"a b", "c"}, "ENV_ARGS": ea},
 	})
 	if err != nil {

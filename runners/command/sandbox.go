@@ -100,7 +100,7 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
 	full, err := expand("exec", s.r.cfg.Exec, vars{
-		one:   map[string]string{"ID": s.id, "ARGV_SHELL": shellQuote(argv)},
+		one:   map[string]string{"ID": s.id, "ARGV_SHELL": runners.ShellQuote(argv)},
 		splat: map[string][]string{"ARGV": argv, "ENV_ARGS": s.env},
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 func (s *Sandbox) checkExec(ctx context.Context, program string, took time.Duration) error {
 	bound := min(s.r.cfg.CommandTimeout(), liveBound)
 	full, err := expand("exec", s.r.cfg.Exec, vars{
-		one:   map[string]string{"ID": s.id, "ARGV_SHELL": shellQuote(listArgv)},
+		one:   map[string]string{"ID": s.id, "ARGV_SHELL": runners.ShellQuote(listArgv)},
 		splat: map[string][]string{"ARGV": listArgv, "ENV_ARGS": s.env},
 	})
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 		return err
 	}
 	full, err := expand("spawn", s.r.cfg.Spawn, vars{
-		one:   map[string]string{"ID": s.id, "USER": user, "ARGV_SHELL": shellQuote(argv)},
+		one:   map[string]string{"ID": s.id, "USER": user, "ARGV_SHELL": runners.ShellQuote(argv)},
 		splat: map[string][]string{"ARGV": argv, "ENV_ARGS": append(append([]string(nil), s.env...), ea...)},
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
@@ -32,7 +33,7 @@ func (s *Sandbox) CPUUsed() (time.Duration, error) {
 		"/sys/fs/cgroup/cpuacct/system.slice/docker-" + id + ".scope/cpuacct.usage",
 		"/sys/fs/cgroup/cpu,cpuacct/system.slice/docker-" + id + ".scope/cpuacct.usage",
 	} {
-		if b := readBounded(p, 64); len(b) > 0 {
+		if b := bounded.ReadFile(p, 64); len(b) > 0 {
 			ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("reading %s: %w", p, err)
@@ -41,7 +42,7 @@ func (s *Sandbox) CPUUsed() (time.Duration, error) {
 		}
 	}
 	for _, dir := range []string{"/sys/fs/cgroup/docker/" + id, "/sys/fs/cgroup/system.slice/docker-" + id + ".scope"} {
-		b := readBounded(filepath.Join(dir, "cpu.stat"), 4096)
+		b := bounded.ReadFile(filepath.Join(dir, "cpu.stat"), 4096)
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
 				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)

@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -278,14 +279,14 @@ func processesWithToken(token string) ([]string, error) {
 	var out []string
 	for _, pid := range pids {
 		dir := filepath.Join("/proc", strconv.Itoa(pid))
-		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
-		env := readBounded(filepath.Join(dir, "environ"), maxProcFile)
+		cmd := bounded.ReadFile(filepath.Join(dir, "cmdline"), maxProcFile)
+		env := bounded.ReadFile(filepath.Join(dir, "environ"), maxProcFile)
 		if !bytes.Contains(cmd, []byte(token)) && !bytes.Contains(env, []byte(token)) {
 			continue
 		}
 		what := printable(cmd, 160)
 		if what == "" {
-			what = printable(readBounded(filepath.Join(dir, "comm"), 64), 64)
+			what = printable(bounded.ReadFile(filepath.Join(dir, "comm"), 64), 64)
 		}
 		out = append(out, fmt.Sprintf("process %d (%s) carries the token", pid, what))
 	}
@@ -326,8 +327,8 @@ func killWithToken(token string) []string {
 		var left []string
 		for _, pid := range pids {
 			dir := filepath.Join("/proc", strconv.Itoa(pid))
-			if bytes.Contains(readBounded(filepath.Join(dir, "cmdline"), maxProcFile), []byte(token)) ||
-				bytes.Contains(readBounded(filepath.Join(dir, "environ"), maxProcFile), []byte(token)) {
+			if bytes.Contains(bounded.ReadFile(filepath.Join(dir, "cmdline"), maxProcFile), []byte(token)) ||
+				bytes.Contains(bounded.ReadFile(filepath.Join(dir, "environ"), maxProcFile), []byte(token)) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				left = append(left, strconv.Itoa(pid))
 			}

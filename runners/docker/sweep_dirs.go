@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandcheck/sandcheck/internal/bounded"
 )
 
 // RunDirPattern is the name the engine gives run folders (os.MkdirTemp).
@@ -109,7 +111,7 @@ func runDirLive(dir string, held []string, modified time.Time) (bool, string) {
 
 // dirOwner is the owner a run folder's owner file names, "" without one.
 func dirOwner(dir string) string {
-	return strings.TrimSpace(string(readBounded(filepath.Join(dir, ownerFile), 256)))
+	return strings.TrimSpace(string(bounded.ReadFile(filepath.Join(dir, ownerFile), 256)))
 }
 
 // youngRunDir is how recently changed a run folder without an owner file
@@ -145,7 +147,7 @@ func heldPaths() []string {
 
 // mountsUnder lists mount points at or below dir, deepest first.
 func mountsUnder(dir string) []string {
-	b := readBounded("/proc/self/mountinfo", 4<<20)
+	b := bounded.ReadFile("/proc/self/mountinfo", 4<<20)
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
@@ -173,7 +175,7 @@ func loopsUnder(dir string) []string {
 	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	var out []string
 	for _, f := range files {
-		back := strings.TrimSpace(string(readBounded(f, 4096)))
+		back := strings.TrimSpace(string(bounded.ReadFile(f, 4096)))
 		back = strings.TrimSuffix(back, " (deleted)")
 		if strings.HasPrefix(back, dir+"/") {
 			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))

@@ -15,6 +15,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/internal/bounded"
 )
 
 // Bounds of the teardown checks.
@@ -94,14 +96,14 @@ func processesOf(id string) ([]string, error) {
 	var out []string
 	err := eachProcess(func(pid int, dir string) {
 		// A process that exits meanwhile reads as empty: it did not survive.
-		inCgroup := bytes.Contains(readBounded(filepath.Join(dir, "cgroup"), maxProcFile), []byte(id))
-		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
+		inCgroup := bytes.Contains(bounded.ReadFile(filepath.Join(dir, "cgroup"), maxProcFile), []byte(id))
+		cmd := bounded.ReadFile(filepath.Join(dir, "cmdline"), maxProcFile)
 		if !inCgroup && !bytes.Contains(cmd, []byte(id)) {
 			return
 		}
 		what := printable(cmd, 160)
 		if what == "" {
-			what = printable(readBounded(filepath.Join(dir, "comm"), 64), 64)
+			what = printable(bounded.ReadFile(filepath.Join(dir, "comm"), 64), 64)
 		}
 		if inCgroup {
 			out = append(out, fmt.Sprintf("process %d (%s) is in the container's cgroup", pid, what))
@@ -180,7 +182,7 @@ func reapRuntime(ctx context.Context, id string) (reaped, left []string) {
 func runtimeProcesses(id string) map[int]string {
 	out := map[int]string{}
 	eachProcess(func(pid int, dir string) {
-		cmd := readBounded(filepath.Join(dir, "cmdline"), maxProcFile)
+		cmd := bounded.ReadFile(filepath.Join(dir, "cmdline"), maxProcFile)
 		if !bytes.Contains(cmd, []byte(id)) {
 			return
 		}
@@ -237,16 +239,6 @@ func mountsOf(id, mergedDir string) ([]string, error) {
 		return nil, fmt.Errorf("reading mountinfo: %w", err)
 	}
 	return out, nil
-}
-
-func readBounded(path string, n int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, n))
-	return b
 }
 
 // printable renders a NUL-separated command line or a name in one bounded

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -138,7 +138,7 @@ func (h *hostView) inside(ctx context.Context) []string {
 				continue
 			}
 			for _, f := range []string{"cmdline", "environ"} {
-				if b := readBounded(fmt.Sprintf("/proc/%d/%s", pid, f), 1<<20); bytes.Contains(b, key) {
+				if b := bounded.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, f), 1<<20); bytes.Contains(b, key) {
 					found = append(found, fmt.Sprintf("the instance's scoped key is in the %s of process %d of the box %s", f, pid, h.box))
 				}
 			}
@@ -239,16 +239,6 @@ func (h *hostView) after(ctx context.Context, api *client) []string {
 		found = append(found, fmt.Sprintf("teardown check failed: GET %s with the revoked key: %v", h.cfg.KeyCheckPath, err))
 	}
 	return found
-}
-
-func readBounded(p string, n int64) []byte {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, n))
-	return b
 }
 
 // boxIDs lists the instance IDs of the boxes on the engine, by the host

@@ -50,7 +50,7 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 	if len(argv) == 0 {
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
-	return s.task(ctx, exports(s.env)+"exec "+shellQuote(argv))
+	return s.task(ctx, exports(s.env)+"exec "+runners.ShellQuote(argv))
 }
 
 func (s *Sandbox) task(ctx context.Context, line string) (runners.ExitResult, error) {
@@ -105,7 +105,7 @@ func (s *Sandbox) CopyIn(ctx context.Context, hostPath, sandboxPath string) erro
 		return fmt.Errorf("copying %s in: %w", hostPath, err)
 	}
 	scratch := sandboxPath + ".parts"
-	q := func(p string) string { return shellQuote([]string{p}) }
+	q := func(p string) string { return runners.ShellQuote([]string{p}) }
 	if err := s.must(ctx, "mkdir -p "+q(path.Dir(sandboxPath))+" && rm -rf "+q(scratch)+" && mkdir "+q(scratch)); err != nil {
 		return fmt.Errorf("copying %s in: %w", hostPath, err)
 	}
@@ -240,17 +240,9 @@ func exports(env map[string]string) string {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		b.WriteString("export " + k + "=" + shellQuote([]string{env[k]}) + "; ")
+		b.WriteString("export " + k + "=" + runners.ShellQuote([]string{env[k]}) + "; ")
 	}
 	return b.String()
-}
-
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // Spawn starts argv in the box in the background through one task, with
@@ -267,7 +259,7 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 		}
 	}
 	line := fmt.Sprintf(`[ "$(id -u)" = %s ] || { echo "tasks run as uid $(id -u), not %s" >&2; exit 97; }; (%sexec %s) </dev/null >/dev/null 2>&1 &`,
-		shellQuote([]string{user}), user, exports(extra), shellQuote(argv))
+		runners.ShellQuote([]string{user}), user, exports(extra), runners.ShellQuote(argv))
 	if err := s.must(ctx, line); err != nil {
 		return fmt.Errorf("starting %s beside the task: %w", argv[0], err)
 	}

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sandcheck/sandcheck/runners"
@@ -294,13 +293,4 @@ func (c *capped) add(s string) {
 		s = s[:max(room, 0)]
 	}
 	c.buf = append(c.buf, s...)
-}
-
-// shellQuote joins argv into one POSIX shell command line.
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }

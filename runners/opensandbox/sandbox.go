@@ -40,7 +40,7 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 	if len(argv) == 0 {
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
-	res, err := s.execd.run(ctx, shellQuote(argv))
+	res, err := s.execd.run(ctx, runners.ShellQuote(argv))
 	if err != nil {
 		if ctx.Err() == nil {
 			// Say whether the platform reports the sandbox dead: a broken
@@ -70,7 +70,7 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 		k, v, _ := strings.Cut(kv, "=")
 		envs[k] = v
 	}
-	if err := s.execd.spawn(ctx, shellQuote(argv), uid, envs); err != nil {
+	if err := s.execd.spawn(ctx, runners.ShellQuote(argv), uid, envs); err != nil {
 		return fmt.Errorf("spawning %s in sandbox %s: %w", argv[0], s.id, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
@@ -79,11 +80,11 @@ func markedProcesses(mark string) []string {
 		if filepath.Base(dir) == self {
 			continue
 		}
-		env := readBounded(filepath.Join(dir, "environ"), 1<<20)
+		env := bounded.ReadFile(filepath.Join(dir, "environ"), 1<<20)
 		if !bytes.Contains(append(env, 0), want) {
 			continue
 		}
-		cmd := strings.ReplaceAll(strings.TrimRight(string(readBounded(filepath.Join(dir, "cmdline"), 512)), "\x00"), "\x00", " ")
+		cmd := strings.ReplaceAll(strings.TrimRight(string(bounded.ReadFile(filepath.Join(dir, "cmdline"), 512)), "\x00"), "\x00", " ")
 		out = append(out, fmt.Sprintf("process %s (%s) of the sandbox", filepath.Base(dir), cmd))
 	}
 	return out
@@ -105,16 +106,6 @@ func mountsNaming(dir string) []string {
 		}
 	}
 	return out
-}
-
-func readBounded(path string, n int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, n))
-	return b
 }
 
 // cgroupDirs lists the cgroup folders of the pids and memory hierarchies

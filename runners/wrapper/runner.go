@@ -40,6 +40,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/process"
 )
@@ -377,21 +378,12 @@ func expand(tmpl, argv []string, workdir, probe string) ([]string, error) {
 			out = append(out, argv...)
 			continue
 		}
-		out = append(out, strings.ReplaceAll(fill(w), VarArgvShell, shellQuote(argv)))
+		out = append(out, strings.ReplaceAll(fill(w), VarArgvShell, runners.ShellQuote(argv)))
 	}
 	if len(out) == 0 {
 		return nil, errors.New("the wrapper's argv is empty")
 	}
 	return out, nil
-}
-
-// shellQuote is argv as one POSIX shell command line.
-func shellQuote(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // ID names the sandbox (and its cgroup and folder).
@@ -601,22 +593,11 @@ func processesNaming(s string) []string {
 		if pid == self {
 			continue
 		}
-		b := readBounded(n, 4096)
+		b := bounded.ReadFile(n, 4096)
 		if !bytes.Contains(b, []byte(s)) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("process %s (%.120s) names the sandbox", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 	}
 	return out
-}
-
-func readBounded(path string, n int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	k, _ := f.Read(b)
-	return b[:k]
 }
