@@ -330,22 +330,29 @@ func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	words[0] = sb.r.prog
-	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
-	pre := []string{"-c", script, "sh"}
-	if !sb.r.id.Root() {
-		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID))
-		if sb.r.id.Name != "" {
-			pre = append(pre, "--init-groups")
-		} else {
-			pre = append(pre, "--clear-groups")
-		}
-		pre = append(pre, "--")
+	groups := "--clear-groups"
+	if sb.r.id.Name != "" {
+		groups = "--init-groups"
 	}
-	cmd := exec.Command("/bin/sh", append(pre, words...)...)
+	cmd := sb.hostCommand(words, !sb.r.id.Root(), groups)
 	cmd.Env = sb.env
 	cmd.Dir = sb.workdir
-	cmd.ExtraFiles = []*os.File{sb.net.File()}
 	return cmd, nil
+}
+
+// hostCommand is argv as a host process of the sandbox: a root shell joins
+// the sandbox's cgroup, nsenter enters its network namespace (fd 3) and,
+// asUser, setpriv drops to the target's user with groups (setpriv's
+// --init-groups or --clear-groups).
+func (sb *Sandbox) hostCommand(argv []string, asUser bool, groups string) *exec.Cmd {
+	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
+	pre := []string{"-c", script, "sh"}
+	if asUser {
+		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID), groups, "--")
+	}
+	cmd := exec.Command("/bin/sh", append(pre, argv...)...)
+	cmd.ExtraFiles = []*os.File{sb.net.File()}
+	return cmd
 }
 
 // rewrite points the command's probe paths at the probe mount: words
@@ -482,18 +489,12 @@ func (sb *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []
 		return fmt.Errorf("spawn of %s: %w", argv[0], err)
 	}
 	argv = sb.rewrite(argv)
-	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
-	pre := []string{"-c", script, "sh"}
-	if user != "0" {
-		if uid, err := strconv.Atoi(user); user != "" && (err != nil || uid != sb.r.id.UID) {
-			return fmt.Errorf("spawn of %s: user %q is neither 0 nor the target's user", argv[0], user)
-		}
-		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID), "--clear-groups", "--")
+	if uid, err := strconv.Atoi(user); user != "0" && user != "" && (err != nil || uid != sb.r.id.UID) {
+		return fmt.Errorf("spawn of %s: user %q is neither 0 nor the target's user", argv[0], user)
 	}
-	cmd := exec.Command("/bin/sh", append(pre, argv...)...)
+	cmd := sb.hostCommand(argv, user != "0", "--clear-groups")
 	cmd.Env = append(append([]string(nil), sb.env...), env...)
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{sb.net.File()}
 	if _, err := process.StartProc(cmd); err != nil {
 		return fmt.Errorf("spawn of %s: %w", argv[0], err)
 	}
