@@ -61,7 +61,7 @@ images: ## build the first-party images (no-op when up to date)
 	@bash scripts/build-images.sh
 
 run: setup-run build images ## run the hardened reference target, reports in out/
-	$(BIN)/sandcheck run --target fixtures/targets/hardened.yaml --out $(OUT)/ || {
+	$(BIN)/sandcheck run --target fixtures/targets/hardened.yaml --out-dir $(OUT)/ || {
 		rc=$$?
 		echo "make run: sandcheck run exited $$rc (1: a release criterion failed, 2: the harness could not run; reports in $(OUT)/)" >&2
 		exit $$rc

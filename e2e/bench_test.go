@@ -46,7 +46,7 @@ func BenchmarkHardenedRun(b *testing.B) {
 				// was measured under (1-minute average as the run begins).
 				loads = append(loads, loadAverage())
 				out := b.TempDir()
-				cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/"+tc.target, "--out", out, "--quiet")
+				cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/"+tc.target, "--out-dir", out, "--quiet")
 				cmd.Dir = ".."
 				t0 := time.Now()
 				outb, err := cmd.CombinedOutput()

@@ -141,7 +141,7 @@ func benchStart(b *testing.B, runner, target string) {
 	var starts []float64
 	for range benchRounds {
 		out := b.TempDir()
-		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", target, "--out", out, "--quiet", "--probes", "privilege.root-uid")
+		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", target, "--out-dir", out, "--quiet", "--probes", "privilege.root-uid")
 		cmd.Dir = ".."
 		if outb, err := cmd.CombinedOutput(); err != nil {
 			var ee *exec.ExitError

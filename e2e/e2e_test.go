@@ -58,7 +58,7 @@ func sandcheck(t *testing.T, args ...string) run {
 	bin := binDir(t)
 	out := t.TempDir()
 	if args[0] == "run" {
-		args = append(args, "--out", out)
+		args = append(args, "--out-dir", out)
 	}
 	cmd := exec.Command(filepath.Join(bin, "sandcheck"), args...)
 	cmd.Dir = ".."
@@ -388,7 +388,7 @@ func TestBadInput(t *testing.T) {
 func TestWriteFailuresExit2(t *testing.T) {
 	bin := binDir(t)
 	cli := func(out string, extra ...string) (int, string) {
-		args := append([]string{"run", "--target", "fixtures/targets/hardened.yaml", "--probes", "privilege.*", "--out", out}, extra...)
+		args := append([]string{"run", "--target", "fixtures/targets/hardened.yaml", "--probes", "privilege.*", "--out-dir", out}, extra...)
 		cmd := exec.Command(filepath.Join(bin, "sandcheck"), args...)
 		cmd.Dir = ".."
 		b, err := cmd.CombinedOutput()
@@ -410,7 +410,7 @@ func TestWriteFailuresExit2(t *testing.T) {
 	}
 	empty := t.TempDir()
 	start := time.Now()
-	if code, out := cli(empty, "--format", "pdf"); code != 2 || !strings.Contains(out, `"pdf"`) {
+	if code, out := cli(empty, "--output", "pdf"); code != 2 || !strings.Contains(out, `"pdf"`) {
 		t.Errorf("--format pdf: exit %d, want 2 naming the format\n%s", code, out)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 || time.Since(start) > 10*time.Second {

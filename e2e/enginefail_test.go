@@ -54,7 +54,7 @@ func failingEngine(t *testing.T, allow int32) string {
 func TestEngineFailureIsOneLine(t *testing.T) {
 	bin := binDir(t)
 	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/hardened.yaml",
-		"--probes", "resources.*", "--out", t.TempDir(), "--quiet")
+		"--probes", "resources.*", "--out-dir", t.TempDir(), "--quiet")
 	cmd.Dir = ".."
 	cmd.Env = append(cmd.Environ(), "DOCKER_HOST="+failingEngine(t, 1))
 	var stdout, stderr bytes.Buffer

@@ -20,7 +20,7 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 	bin := binDir(t)
 	out := t.TempDir()
 	before := bridges()
-	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out", out, "--quiet")
+	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out-dir", out, "--quiet")
 	cmd.Dir = ".."
 	var se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &se, &se

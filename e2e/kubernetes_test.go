@@ -211,7 +211,7 @@ func BenchmarkKubernetesCatalogPerPool(b *testing.B) {
 	}
 	run := func(target string) (time.Duration, []byte) {
 		out := b.TempDir()
-		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", target, "--out", out, "--quiet", "--trace=false")
+		cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", target, "--out-dir", out, "--quiet", "--trace=false")
 		cmd.Dir = ".."
 		t0 := time.Now()
 		_ = cmd.Run() // the verdict is not the benchmark's business; the records are

@@ -67,7 +67,7 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 	t.Helper()
 	waitHarnessLockFree(t)
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out", out, "--quiet")
+	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out-dir", out, "--quiet")
 	cmd.Dir = ".."
 	var se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &se, &se

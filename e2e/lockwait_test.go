@@ -54,7 +54,7 @@ func TestLockWaitSaysSo(t *testing.T) {
 	}
 
 	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml",
-		"--probes", "attribution.hostname", "--out", t.TempDir(), "--quiet")
+		"--probes", "attribution.hostname", "--out-dir", t.TempDir(), "--quiet")
 	cmd.Dir = ".."
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

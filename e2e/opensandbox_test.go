@@ -492,7 +492,7 @@ func TestCompareRemoteRunners(t *testing.T) {
 	add(sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--probes", probe))
 	add(sandcheck(t, "run", "--target", "fixtures/targets/process.yaml", "--probes", probe))
 	cmp := t.TempDir()
-	r := sandcheck(t, append(append([]string{"compare"}, outs...), "--out", cmp)...)
+	r := sandcheck(t, append(append([]string{"compare"}, outs...), "--out-dir", cmp)...)
 	if r.code != 0 {
 		t.Fatalf("compare: exit %d\n%s", r.code, r.stderr)
 	}

@@ -35,7 +35,7 @@ for kt in "${kinds[@]}"; do
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	start=$(date +%s.%N)
 	code=0
-	"$bin/sandcheck" run --target "$target" --out "$out/$kind" --quiet >"$out/$kind.log" 2>&1 || code=$?
+	"$bin/sandcheck" run --target "$target" --out-dir "$out/$kind" --quiet >"$out/$kind.log" 2>&1 || code=$?
 	if ((code == 2)); then
 		echo "matrix: the $kind run ($target) could not complete (exit 2); see $out/$kind.log" >&2
 		exit 2
@@ -43,7 +43,7 @@ for kt in "${kinds[@]}"; do
 	printf 'matrix: %-23s %-44s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
 	runs+=("$out/$kind")
 done
-"$bin/sandcheck" compare "${runs[@]}" --out "$out" >/dev/null
+"$bin/sandcheck" compare "${runs[@]}" --out-dir "$out" >/dev/null
 echo "matrix: $out/compare.md, $out/compare.html" >&2
 
 if $readme; then

@@ -19,7 +19,7 @@ func compareCmd() *cobra.Command {
 renders a matrix of probes by sandbox kind (process, bwrap, docker/runc,
 docker/runsc, ...) with each kind's mean sandbox start time and host kernel
 surface (the distinct host syscalls the tracer saw). The Markdown goes to
-standard output; with --out, compare.md and compare.html are written there.
+standard output; with --out-dir, compare.md and compare.html are written there.
 Exit 2 when a record cannot be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,6 +47,7 @@ Exit 2 when a record cannot be read.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "folder to write compare.md and compare.html into")
+	c.Flags().StringVar(&out, "out-dir", "", "folder to write compare.md and compare.html into")
+	deprecatedAlias(c.Flags(), "out", "out-dir")
 	return c
 }

@@ -12,7 +12,7 @@ import (
 func diffCmd() *cobra.Command {
 	var (
 		failOnRegression bool
-		format           string
+		outs             = newOutputs([]string{"markdown", "json"}, "markdown")
 	)
 	c := &cobra.Command{
 		Use:   "diff OLD NEW",
@@ -26,8 +26,9 @@ Exit codes: 0 (or 1 with --fail-on-regression when the new run fails something
 the old one did not), 2 when a record cannot be read.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "markdown" && format != "json" {
-				return harness(fmt.Errorf("unknown --format %q (markdown, json)", format))
+			e, err := outs.only()
+			if err != nil {
+				return harness(err)
 			}
 			old, err := reports.LoadRecord(args[0])
 			if err != nil {
@@ -38,8 +39,11 @@ the old one did not), 2 when a record cannot be read.`,
 				return harness(err)
 			}
 			d := reports.Diff(old, cur)
-			out := cmd.OutOrStdout()
-			if format == "json" {
+			out, closeOut, err := printTo(cmd.OutOrStdout(), e)
+			if err != nil {
+				return harness(err)
+			}
+			if e.Format == "json" {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				err = enc.Encode(struct {
@@ -48,6 +52,9 @@ the old one did not), 2 when a record cannot be read.`,
 				}{d.Regressed(), d})
 			} else {
 				err = reports.WriteDiffMarkdown(out, d)
+			}
+			if cerr := closeOut(); err == nil {
+				err = cerr
 			}
 			if err != nil {
 				return harness(fmt.Errorf("writing the diff: %w", err))
@@ -59,6 +66,7 @@ the old one did not), 2 when a record cannot be read.`,
 		},
 	}
 	c.Flags().BoolVar(&failOnRegression, "fail-on-regression", false, "exit 1 when the new run fails something the old one did not")
-	c.Flags().StringVar(&format, "format", "markdown", "markdown or json")
+	addOutputFlag(c.Flags(), outs, "what to print (=FILE writes it to a file)")
+	deprecatedAlias(c.Flags(), "format", "output")
 	return c
 }

@@ -55,7 +55,7 @@ then fails exactly where the run would.`,
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON ({ok, missing, checks: [{name, status, detail, fix}]})")
+	printFlag(c, &asJSON, "{ok, missing, checks: [{name, status, detail, fix}]}")
 	c.Flags().StringVar(&target, "target", "", "check what this target file's run needs, and the file itself")
 	c.Flags().StringVar(&probeBinary, "probe-binary", "", "with --target: the static sandcheck-probe the run would deliver (default: as run finds it)")
 	return c

@@ -15,7 +15,7 @@ func TestDoctorTarget(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("name: x\nrunner: nosuchrunner\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out := exitOf(t, testRoot(), "doctor", "--target", bad, "--json")
+	code, out := exitOf(t, testRoot(), "doctor", "--target", bad, "--output=json")
 	if code != exitHarness || !strings.Contains(out, `"name": "target"`) || !strings.Contains(out, "nosuchrunner") {
 		t.Errorf("doctor --target on a bad file: exit %d\n%s", code, out)
 	}
@@ -23,7 +23,7 @@ func TestDoctorTarget(t *testing.T) {
 	if err := os.WriteFile(probe, []byte("not an executable"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, out = exitOf(t, testRoot(), "doctor", "--target", "../../fixtures/targets/process.yaml", "--probe-binary", probe, "--json")
+	code, out = exitOf(t, testRoot(), "doctor", "--target", "../../fixtures/targets/process.yaml", "--probe-binary", probe, "--output=json")
 	if code != exitHarness || !strings.Contains(out, "probe") {
 		t.Errorf("doctor --target with an unusable probe binary: exit %d\n%s", code, out)
 	}

@@ -12,10 +12,7 @@ import (
 
 // testRoot is the command tree as main builds it.
 func testRoot() *cobra.Command {
-	root := &cobra.Command{Use: "sandcheck", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd())
-	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
-	return root
+	return newRoot()
 }
 
 // shellLines collects the shell commands of a CI file: GitHub's run: and
@@ -118,7 +115,7 @@ func TestCIExamplesUseRealCommands(t *testing.T) {
 					t.Errorf("%s: %q: %v", f, line, err)
 				}
 				if cmd.Name() == "validate" {
-					fixture := []string{"targets", "validate", "--json", "../../fixtures/targets/hardened.yaml"}
+					fixture := []string{"targets", "validate", "--output=json", "../../fixtures/targets/hardened.yaml"}
 					if code, out := exitOf(t, testRoot(), fixture...); code != exitPass {
 						t.Errorf("%s: the target check fails on a fixture: %s", f, out)
 					}

@@ -28,7 +28,7 @@ type poolRun struct {
 }
 
 // runFleet runs a fleet target (kubernetes node pools) as one run per pool,
-// all at once, each into its own folder of --out, then prints and writes
+// all at once, each into its own folder of --out-dir, then prints and writes
 // (fleet.json, fleet.md) the verdict pool by pool. Exit: 2 when any pool's
 // run could not complete, else 1 when any pool fails, else 0.
 func runFleet(ctx context.Context, stdout, stderr io.Writer, cfg engine.Config, pools []string, failWarn, quiet bool) error {

@@ -72,9 +72,9 @@ func TestEmptyFilesSaySo(t *testing.T) {
 		cmd  *cobra.Command
 		args []string
 	}{
-		{"target", runCmd(), []string{"--target", empty, "--out", dir}},
-		{"waivers", runCmd(), []string{"--target", target, "--waivers", empty, "--out", dir}},
-		{"baseline", runCmd(), []string{"--target", target, "--baseline", empty, "--out", dir}},
+		{"target", runCmd(), []string{"--target", empty, "--out-dir", dir}},
+		{"waivers", runCmd(), []string{"--target", target, "--waivers", empty, "--out-dir", dir}},
+		{"baseline", runCmd(), []string{"--target", target, "--baseline", empty, "--out-dir", dir}},
 		{"policy eval", policyEvalCmd(), []string{"--input", empty}},
 		{"diff", diffCmd(), []string{empty, empty}},
 	} {

@@ -18,7 +18,7 @@ func historyCmd() *cobra.Command {
 		Short: "Render a trend page (history.html, history.md) over stored runs",
 		Long: `History reads every run.json under the folders (or the files) named, oldest
 first, compares each with the previous run of its target and writes
-history.md and history.html into --out (default: the first folder named):
+history.md and history.html into --out-dir (default: the first folder named):
 verdicts, failed and unconfirmed results, new failures, fixes and the material
 changes between runs. Exit 2 when no record can be read.`,
 		Args: cobra.MinimumNArgs(1),
@@ -50,7 +50,8 @@ changes between runs. Exit 2 when no record can be read.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "folder to write history.md and history.html into")
+	c.Flags().StringVar(&out, "out-dir", "", "folder to write history.md and history.html into")
+	deprecatedAlias(c.Flags(), "out", "out-dir")
 	return c
 }
 

@@ -13,20 +13,20 @@ import (
 // --json, exiting as they do without it.
 func TestJSONOutputs(t *testing.T) {
 	needProbeBinary(t)
-	code, out := exitOf(t, versionCmd(), "--json")
+	code, out := exitOf(t, versionCmd(), "--output=json")
 	var v versionInfo
 	if err := json.Unmarshal([]byte(out), &v); code != exitPass || err != nil || v.PolicyVersion == "" || v.RunSchema != "sandcheck.dev/run/v1" {
 		t.Errorf("version --json: exit %d, %v: %s", code, err, out)
 	}
 
-	code, out = exitOf(t, targetsCmd(), "validate", "--json", "../../fixtures/targets/hardened.yaml", "../../fixtures/targets/missing.yaml")
+	code, out = exitOf(t, targetsCmd(), "validate", "--output=json", "../../fixtures/targets/hardened.yaml", "../../fixtures/targets/missing.yaml")
 	var checks []targetCheck
 	if err := json.Unmarshal([]byte(strings.TrimSuffix(out, "exit code 2")), &checks); err != nil || code != exitHarness ||
 		len(checks) != 2 || !checks[0].OK || checks[0].Name != "hardened-reference" || checks[1].OK || !strings.Contains(checks[1].Error, "missing.yaml") {
 		t.Errorf("targets validate --json: exit %d, %v: %s", code, err, out)
 	}
 
-	code, out = exitOf(t, doctorCmd(), "--json")
+	code, out = exitOf(t, doctorCmd(), "--output=json")
 	var d struct {
 		OK      bool `json:"ok"`
 		Missing int  `json:"missing"`

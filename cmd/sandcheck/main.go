@@ -43,17 +43,7 @@ func (e *exitError) Unwrap() error { return e.err }
 func harness(err error) error { return &exitError{code: exitHarness, err: err} }
 
 func main() {
-	root := &cobra.Command{
-		Use:           "sandcheck",
-		Short:         "Prove whether an AI-agent sandbox really contains hostile code",
-		Version:       version,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
-	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd(), cleanupCmd())
-	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
-	root.AddCommand(imageCmd(), registryCmd(), reportCmd(), runsCmd())
+	root := newRoot()
 	err := root.Execute()
 	if err == nil {
 		return
@@ -67,4 +57,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sandcheck:", err)
 	}
 	os.Exit(code)
+}
+
+// newRoot builds the command tree.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sandcheck",
+		Short:         "Prove whether an AI-agent sandbox really contains hostile code",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return harness(err) })
+	root.AddCommand(runCmd(), probesCmd(), targetsCmd(), doctorCmd(), traceCmd(), traceExecCmd(), policyCmd(), canaryCmd(), cleanupCmd())
+	root.AddCommand(diffCmd(), historyCmd(), compareCmd(), versionCmd())
+	root.AddCommand(imageCmd(), registryCmd(), reportCmd(), runsCmd())
+	setVocabulary(root)
+	return root
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +36,7 @@ func policyEvalCmd() *cobra.Command {
 		cfg      engine.Config
 		input    string
 		failWarn bool
+		outs     = newOutputs(reports.Formats(), engine.DefaultFormats...)
 	)
 	c := &cobra.Command{
 		Use:   "eval --input run.json",
@@ -44,8 +44,8 @@ func policyEvalCmd() *cobra.Command {
 		Long: `Eval grades a stored run record (run.json) with the release policy, any
 --policy and --waivers, prints the verdict as run does and exits as run does:
 0 pass, 1 a criterion fails or is unconfirmed (or warnings with --fail-on-warn),
-2 the record, a policy or a waiver file is malformed. With --out it writes the
-reports for the new verdict. The record's own verdict is ignored.`,
+2 the record, a policy or a waiver file is malformed. With --out-dir it writes
+the reports for the new verdict (-o FORMAT=FILE writes one to a file). The record's own verdict is ignored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if input == "" {
@@ -69,17 +69,22 @@ reports for the new verdict. The record's own verdict is ignored.`,
 			g.Stamp(&rec.Tool)
 			o := &engine.Outcome{Record: rec, HarnessErrors: rec.Errors}
 			if cfg.OutDir != "" {
-				if o.Reports, err = reports.WriteAll(cfg.OutDir, rec, cfg.Formats); err != nil {
+				if o.Reports, err = reports.WriteAll(cfg.OutDir, rec, outs.formats()); err != nil {
 					return harness(fmt.Errorf("writing reports: %w", err))
 				}
+			}
+			if err := writeNamedOutputs(o, outs); err != nil {
+				return harness(err)
 			}
 			return conclude(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&input, "input", "", "stored run record (run.json)")
-	f.StringVar(&cfg.OutDir, "out", "", "folder for the re-graded run.json and reports (default: write nothing)")
-	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: "+strings.Join(reports.Formats(), ", "))
+	f.StringVar(&cfg.OutDir, "out-dir", "", "folder for the re-graded run.json and reports (default: write nothing)")
+	deprecatedAlias(f, "out", "out-dir")
+	addOutputFlag(f, outs, "the reports to write into --out-dir, repeatable; FORMAT=FILE also writes that one to FILE")
+	deprecatedAlias(f, "format", "output")
 	addPolicyFlags(f, &cfg, &failWarn)
 	return c
 }

@@ -22,7 +22,7 @@ func TestForgedReleasePolicyStopsRunAtOnce(t *testing.T) {
 	}
 	want := filepath.Join(pol, "release.rego") + ":1: package sandcheck.release is reserved"
 	out := filepath.Join(t.TempDir(), "out")
-	code, msg := exitOf(t, runCmd(), "--target", "../../fixtures/targets/weak.yaml", "--policy", pol, "--out", out)
+	code, msg := exitOf(t, runCmd(), "--target", "../../fixtures/targets/weak.yaml", "--policy", pol, "--out-dir", out)
 	if code != exitHarness || !strings.Contains(msg, want) {
 		t.Errorf("run: exit %d, want 2 naming %q:\n%s", code, want, msg)
 	}
@@ -41,7 +41,7 @@ func TestForgedReleasePolicyStopsRunAtOnce(t *testing.T) {
 func TestPolicyEvalOutNamesCurrentPolicies(t *testing.T) {
 	const team = "../../fixtures/policies/team-example"
 	out := t.TempDir()
-	if code, msg := exitOf(t, policyEvalCmd(), "--input", "../../policies/testdata/hardened.run.json", "--policy", team, "--out", out, "--format", "json"); code != exitFail {
+	if code, msg := exitOf(t, policyEvalCmd(), "--input", "../../policies/testdata/hardened.run.json", "--policy", team, "--out-dir", out, "--output", "json"); code != exitFail {
 		t.Fatalf("policy eval: exit %d, want 1 (the team policy fails the run):\n%s", code, msg)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "run.json"))

@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 
@@ -14,20 +19,39 @@ import (
 
 func probesCmd() *cobra.Command {
 	c := &cobra.Command{Use: "probes", Short: "Inspect the probe catalog"}
-	var asJSON bool
+	outs := newOutputs([]string{"table", "wide", "json"}, "table")
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List every probe: id, category, criterion, controls, labels, description",
+		Short: "List every probe: id, criterion, controls, description",
 		Long: `List every probe. CONTROLS is "proven" when the end-to-end controls must
 show the probe both let through (weak reference) and blocked (hardened
-references); otherwise it says which control is missing and why, from the
-spec's unproven reasons.`,
+references); otherwise "unproven", and -o wide says which control is missing
+and why, from the spec's unproven reasons. The table fits the terminal
+($COLUMNS, or 100 columns when not printing to one); -o wide adds the category
+and labels and prints every column in full; -o json prints the specs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return listProbes(cmd.OutOrStdout(), asJSON)
+			e, err := outs.only()
+			if err != nil {
+				return harness(err)
+			}
+			w, closeOut, err := printTo(cmd.OutOrStdout(), e)
+			if err != nil {
+				return harness(err)
+			}
+			width := 0
+			if e.Format == "table" {
+				width = terminalWidth(w)
+			}
+			if err := listProbes(w, e.Format, width); err != nil {
+				closeOut()
+				return err
+			}
+			return closeOut()
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addOutputFlag(list.Flags(), outs, "what to print (=FILE writes it to a file)")
+	deprecatedJSON(list.Flags(), outs)
 	docs := &cobra.Command{
 		Use:   "docs",
 		Short: "Print the catalog as Markdown (docs/probes.md is generated from this)",
@@ -40,9 +64,12 @@ spec's unproven reasons.`,
 	return c
 }
 
-func listProbes(w io.Writer, asJSON bool) error {
+// listProbes prints the catalog as format: json, wide (every column in
+// full) or table (each line at most width columns, the description and the
+// controls' reason cut to fit).
+func listProbes(w io.Writer, format string, width int) error {
 	cat := probes.Catalog()
-	if asJSON {
+	if format == "json" {
 		type row struct {
 			probes.Spec
 			Labels   []string         `json:"labels"`
@@ -60,20 +87,88 @@ func listProbes(w io.Writer, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tCATEGORY\tCRITERION\tCONTROLS\tLABELS\tDESCRIPTION")
 	unproven := 0
 	for _, s := range cat {
 		if !s.Proven() {
 			unproven++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Category, s.Criterion, controls(s), strings.Join(s.AllLabels(), ","), s.Description)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if format == "wide" {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCATEGORY\tCRITERION\tCONTROLS\tLABELS\tDESCRIPTION")
+		for _, s := range cat {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Category, s.Criterion, controls(s), strings.Join(s.AllLabels(), ","), s.Description)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		// The category is the ID's first word; the reason a probe is
+		// unproven is in -o wide.
+		rows := [][]string{{"ID", "CRITERION", "CONTROLS", "DESCRIPTION"}}
+		for _, s := range cat {
+			ctl := "proven"
+			if !s.Proven() {
+				ctl = "unproven"
+			}
+			rows = append(rows, []string{s.ID, s.Criterion, ctl, s.Description})
+		}
+		writeFitted(w, rows, width)
 	}
 	_, err := fmt.Fprintf(w, "\n%d probes, %d unproven\n", len(cat), unproven)
 	return err
+}
+
+// writeFitted writes rows as columns two spaces apart, each line at most
+// width runes: the last column takes what the others leave (at least 12),
+// cut with "…".
+func writeFitted(w io.Writer, rows [][]string, width int) {
+	n := len(rows[0])
+	widths := make([]int, n)
+	for _, r := range rows {
+		for i, c := range r[:n-1] {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	used := 0
+	for _, wd := range widths[:n-1] {
+		used += wd + 2
+	}
+	last := max(width-used, 12)
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i == n-1 {
+				b.WriteString(cut(c, last))
+				break
+			}
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// cut shortens s to n runes, ending in "…" when it had more.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// terminalWidth is $COLUMNS, else the width of the terminal w is, else 100.
+func terminalWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 20 {
+		return n
+	}
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 20 {
+			return int(ws.Col)
+		}
+	}
+	return 100
 }
 
 // controls is the CONTROLS column: proven, or which control is missing and

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sandcheck/sandcheck/probes"
 )
 
 func TestProbesListShowsUnproven(t *testing.T) {
 	var b bytes.Buffer
-	if err := listProbes(&b, false); err != nil {
+	if err := listProbes(&b, "table", 100); err != nil {
 		t.Fatal(err)
 	}
 	unproven := 0
@@ -26,8 +27,11 @@ func TestProbesListShowsUnproven(t *testing.T) {
 		t.Errorf("no CONTROLS column:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "fingerprint.runtime ") && !strings.Contains(line, "unproven: informational") {
-			t.Errorf("fingerprint.runtime is not listed as unproven with its reason: %q", line)
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a %d-rune line in a 100-column table: %q", n, line)
+		}
+		if strings.HasPrefix(line, "fingerprint.runtime ") && !strings.Contains(line, " unproven ") {
+			t.Errorf("fingerprint.runtime is not listed as unproven: %q", line)
 		}
 	}
 	if want := fmt.Sprintf("probes, %d unproven", unproven); !strings.Contains(out, want) {
@@ -35,7 +39,17 @@ func TestProbesListShowsUnproven(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := listProbes(&b, true); err != nil {
+	if err := listProbes(&b, "wide", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "fingerprint.runtime ") && !strings.Contains(line, "unproven: informational") {
+			t.Errorf("-o wide: fingerprint.runtime is not listed as unproven with its reason: %q", line)
+		}
+	}
+
+	b.Reset()
+	if err := listProbes(&b, "json", 0); err != nil {
 		t.Fatal(err)
 	}
 	var rows []struct {

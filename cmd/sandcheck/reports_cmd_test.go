@@ -44,8 +44,8 @@ func TestDiffExitCodes(t *testing.T) {
 		{"regression fails with the flag", []string{"--fail-on-regression", runs + "hardened.run.json", runs + "weak.run.json"}, exitFail, "new failure(s)"},
 		{"fixes are no regression", []string{"--fail-on-regression", runs + "weak.run.json", runs + "hardened.run.json"}, exitPass, "## Fixed"},
 		{"material changes named", []string{runs + "hardened.run.json", runs + "hardened-gvisor.run.json"}, exitPass, "| runtime | ` runc ` | ` runsc ` |"},
-		{"json", []string{"--format", "json", runs + "hardened.run.json", runs + "weak.run.json"}, exitPass, `"regressed": true`},
-		{"bad format", []string{"--format", "xml", runs + "hardened.run.json", runs + "weak.run.json"}, exitHarness, "unknown --format"},
+		{"json", []string{"--output", "json", runs + "hardened.run.json", runs + "weak.run.json"}, exitPass, `"regressed": true`},
+		{"bad format", []string{"--output", "xml", runs + "hardened.run.json", runs + "weak.run.json"}, exitHarness, "unknown format"},
 		{"missing record", []string{runs + "nope.json", runs + "weak.run.json"}, exitHarness, "nope.json"},
 		{"not a record", []string{"../../fixtures/targets/weak.yaml", runs + "weak.run.json"}, exitHarness, "weak.yaml"},
 	} {
@@ -85,7 +85,7 @@ func TestHistoryAndCompareCommands(t *testing.T) {
 		!strings.Contains(out, "Host kernel surface") {
 		t.Errorf("compare: exit %d:\n%s", code, out)
 	}
-	code, out = exitOf(t, compareCmd(), "--out", filepath.Join(dir, "cmp"), filepath.Join(dir, "runs"))
+	code, out = exitOf(t, compareCmd(), "--out-dir", filepath.Join(dir, "cmp"), filepath.Join(dir, "runs"))
 	if _, err := os.Stat(filepath.Join(dir, "cmp", "compare.html")); code != exitPass || err != nil {
 		t.Errorf("compare --out: exit %d %v: %s", code, err, out)
 	}
@@ -108,7 +108,7 @@ func TestRunBaselineCheckedFirst(t *testing.T) {
 		{"regression without baseline", []string{"--target", target, "--fail-on-regression"}, "needs --baseline"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out := exitOf(t, runCmd(), append(tt.args, "--out", t.TempDir())...)
+			code, out := exitOf(t, runCmd(), append(tt.args, "--out-dir", t.TempDir())...)
 			if code != exitHarness || !strings.Contains(out, tt.says) {
 				t.Errorf("exit %d, want %d saying %q:\n%s", code, exitHarness, tt.says, out)
 			}

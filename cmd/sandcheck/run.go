@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 
@@ -37,9 +36,10 @@ func runCmd() *cobra.Command {
 		trace    bool
 		baseline string
 		failRegr bool
+		outs     = newOutputs(reports.Formats(), engine.DefaultFormats...)
 	)
 	c := &cobra.Command{
-		Use:   "run --target FILE --out DIR",
+		Use:   "run --target FILE --out-dir DIR",
 		Short: "Run the probes against a target and grade the evidence",
 		Long: `Run starts sandboxes as the target file says, runs the selected probes
 inside them, joins what the host observed, grades the record with the release
@@ -77,6 +77,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				return harness(err)
 			}
 			cfg.Grader = g // compiled once: the run grades with it
+			cfg.Formats = outs.formats()
 			if err := engine.CheckFormats(cfg.Formats); err != nil {
 				return harness(err)
 			}
@@ -116,6 +117,9 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				defer rp.end()
 			}
 			if pools := tg.PoolNames(); len(pools) > 1 {
+				if named(outs) {
+					return harness(errors.New("-o FORMAT=FILE names one file, and a fleet writes one report per pool (into --out-dir/POOL)"))
+				}
 				// A fleet: one run per node pool, all at once.
 				return runFleet(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, pools, failWarn, quiet)
 			}
@@ -130,6 +134,9 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				if o != nil {
 					printHarnessErrors(cmd.ErrOrStderr(), o.HarnessErrors)
 				}
+				return harness(err)
+			}
+			if err := writeNamedOutputs(o, outs); err != nil {
 				return harness(err)
 			}
 			verdict := concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
@@ -148,11 +155,13 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	}
 	f := c.Flags()
 	f.StringVar(&cfg.TargetPath, "target", "", "target file (see fixtures/targets)")
-	f.StringVar(&cfg.OutDir, "out", "out", "folder for evidence and reports")
+	f.StringVar(&cfg.OutDir, "out-dir", "out", "folder for evidence and reports")
+	deprecatedAlias(f, "out", "out-dir")
 	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
-	f.StringSliceVar(&cfg.Formats, "format", engine.DefaultFormats, "report formats: "+strings.Join(reports.Formats(), ", "))
+	addOutputFlag(f, outs, "the reports to write into --out-dir, repeatable; FORMAT=FILE also writes that one to FILE")
+	deprecatedAlias(f, "format", "output")
 	f.IntVar(&cfg.Parallel, "parallel", runtime.NumCPU(), "sandboxes of their own run at once (1: every probe one after another)")
 	f.DurationVar(&cfg.StartTimeout, "start-timeout", 60*time.Second, "bound on each sandbox start")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "bound on the whole run")

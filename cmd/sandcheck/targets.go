@@ -53,7 +53,7 @@ binary (a static executable). Exit 2 when any file fails.`,
 		},
 	}
 	v.Flags().StringVar(&probeBinary, "probe-binary", "", "static sandcheck-probe a run would deliver (default: next to sandcheck)")
-	v.Flags().BoolVar(&asJSON, "json", false, "print one JSON document: [{file, ok, name, runner, profile, digest, error}]")
+	printFlag(v, &asJSON, "one document: [{file, ok, name, runner, profile, digest, error}]")
 	c.AddCommand(v)
 	c.AddCommand(importCmd())
 	return c
@@ -122,19 +122,25 @@ func validateTarget(ctx context.Context, out, errw io.Writer, f, probeBinary str
 
 func importCmd() *cobra.Command {
 	var id, out string
+	outs := newOutputs([]string{"yaml"}, "yaml")
 	c := &cobra.Command{
-		Use:   "import --container ID [--out FILE]",
+		Use:   "import --container ID [-o yaml=FILE]",
 		Short: "Write a target file from a container the platform started (docker inspect)",
 		Long: `Import reads a container with docker inspect and writes its settings as a
 target file: every setting it has, none dropped. What sandcheck cannot
 reproduce (the container's command, port bindings, a restart policy, ...) is
 named in the file's header comments and on stderr. A custom seccomp profile is
-written next to --out as seccomp.json. Choose the profile the platform runs the
+written next to the target file (-o yaml=FILE) as seccomp.json. Choose the profile the platform runs the
 sandbox under before running it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if id == "" {
 				return harness(errors.New("--container is required"))
+			}
+			if e, err := outs.only(); err != nil {
+				return harness(err)
+			} else if e.File != "" {
+				out = e.File
 			}
 			im, err := docker.Import(cmd.Context(), id)
 			if err != nil {
@@ -149,7 +155,7 @@ sandbox under before running it.`,
 			}
 			if out == "" {
 				if im.Seccomp != "" {
-					return harness(errors.New("the container has a custom seccomp profile: use --out so it can be written beside the target"))
+					return harness(errors.New("the container has a custom seccomp profile: use -o yaml=FILE so it can be written beside the target"))
 				}
 				_, err := cmd.OutOrStdout().Write(b)
 				return err
@@ -167,7 +173,9 @@ sandbox under before running it.`,
 		},
 	}
 	c.Flags().StringVar(&id, "container", "", "container ID or name")
-	c.Flags().StringVar(&out, "out", "", "target file to write (default: stdout)")
+	addOutputFlag(c.Flags(), outs, "the target file; yaml=FILE writes it to FILE instead of stdout")
+	c.Flags().StringVar(&out, "out", "", "deprecated: use -o yaml=FILE")
+	_ = c.Flags().MarkDeprecated("out", "use -o yaml=FILE (--out goes in the next release)")
 	return c
 }
 

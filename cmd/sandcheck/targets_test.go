@@ -172,7 +172,7 @@ func TestValidateMissingCommandProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := p + `:8:12: $.command.create[0]: program "sandcheck-no-such-tool" cannot be run here`
-	for _, args := range [][]string{{"validate", p}, {"validate", "--json", p}} {
+	for _, args := range [][]string{{"validate", p}, {"validate", "--output=json", p}} {
 		code, out := exitOf(t, targetsCmd(), args...)
 		if code != exitHarness || !strings.Contains(strings.ReplaceAll(out, `\"`, `"`), want) || strings.Contains(out, ": ok") {
 			t.Errorf("%v: exit %d, want %d with %q:\n%s", args, code, exitHarness, want, out)

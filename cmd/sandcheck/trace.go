@@ -71,7 +71,7 @@ what it did until then and exits 0; every BPF program is unloaded.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&asJSON, "json", false, "print the full report as JSON")
+	printFlag(c, &asJSON, "the full report")
 	f.IntVar(&events, "events", 40, "print at most this many events")
 	f.StringSliceVar(&sensitive, "sensitive", nil, "path prefixes whose opens are events (default: the tracer's list)")
 	return c

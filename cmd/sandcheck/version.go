@@ -49,6 +49,6 @@ func versionCmd() *cobra.Command {
 			return enc.Encode(v)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	printFlag(c, &asJSON, "the version and build information")
 	return c
 }

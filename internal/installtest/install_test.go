@@ -126,7 +126,7 @@ func TestGoInstallRunsWithNothingBeside(t *testing.T) {
 	if err := exec.Command("docker", "info").Run(); err != nil {
 		t.Skipf("running the target needs the Docker engine (CI starts it): %v", err)
 	}
-	run(t, work, runEnv, exe, "run", "--target", "hardened.yaml", "--out", "out", "--quiet")
+	run(t, work, runEnv, exe, "run", "--target", "hardened.yaml", "--out-dir", "out", "--quiet")
 	for _, f := range []string{"run.json", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(work, "out", f)); err != nil {
 			t.Errorf("the run wrote no %s: %v", f, err)
