@@ -12,14 +12,15 @@ import (
 
 	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
-	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/reports"
 )
 
 // console is how sandcheck's own output looks: on a terminal a line per
-// probe as it finishes, coloured unless NO_COLOR is set; in a CI log plain
-// lines, only for probes that did not do what the profile expects; with
-// quiet nothing but the verdict and failures.
+// probe as it finishes, in a CI log nothing per probe unless verbose, with
+// quiet nothing but the verdict and failures. A line as a probe finishes
+// gives what the probe said, which host evidence may overrule: it is never
+// marked as what the profile expects or not. The graded outcomes follow the
+// verdict (printGraded).
 type console struct {
 	w            io.Writer
 	tty, color   bool
@@ -41,29 +42,58 @@ func newConsole(w io.Writer, verbose, quiet bool) *console {
 // progress is the engine's Progress for this console.
 func (c *console) progress() engine.Progress {
 	return func(done, total int, res evidence.Result, elapsed time.Duration) {
-		expected := res.Outcome == res.Expected
-		if c.q || (!c.verbose && !c.tty && expected) {
+		if c.q || (!c.verbose && !c.tty) {
 			return
 		}
-		fmt.Fprintf(c.w, "[%*d/%d] %6.1fs %s %s", len(fmt.Sprint(total)), done, total, elapsed.Seconds(), c.outcome(res.Outcome, expected), reports.Line(res.Probe))
-		if !expected {
-			fmt.Fprintf(c.w, " (expected %s)", reports.Line(string(res.Expected)))
-		}
-		fmt.Fprintln(c.w)
+		fmt.Fprintf(c.w, "[%*d/%d] %6.1fs %-14s %s\n", len(fmt.Sprint(total)), done, total, elapsed.Seconds(), reports.Line(string(res.Outcome)), reports.Line(res.Probe))
 	}
 }
 
-// outcome is an outcome word padded to one width, green when it is what
-// the profile expects and red when not, on a colour terminal.
-func (c *console) outcome(o probes.Outcome, expected bool) string {
-	s := fmt.Sprintf("%-14s", reports.Line(string(o)))
-	if !c.color {
-		return s
+// printGraded prints, after the verdict's grading, each result whose
+// graded outcome (host evidence weighed) is not what the profile expects,
+// or every result when verbose, with the probe's own claim where the
+// grading overruled it. Colour marks expected (green) and not (red) on a
+// colour terminal.
+func printGraded(w io.Writer, rec *evidence.Record, verbose, color bool) {
+	if rec == nil || rec.Verdict == nil {
+		return
 	}
-	if expected {
-		return "\x1b[32m" + s + "\x1b[0m"
+	header := false
+	for i, res := range rec.Results {
+		eff := rec.Effective(i)
+		exp := res.Expected
+		if i < len(rec.Verdict.Results) && rec.Verdict.Results[i].Probe == res.Probe && rec.Verdict.Results[i].Expected != "" {
+			exp = rec.Verdict.Results[i].Expected
+		}
+		match := eff == exp
+		if match && !verbose {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "\ngraded (host evidence weighed):")
+			header = true
+		}
+		word := fmt.Sprintf("%-14s", reports.Line(string(eff)))
+		if color {
+			if match {
+				word = "\x1b[32m" + word + "\x1b[0m"
+			} else {
+				word = "\x1b[31m" + word + "\x1b[0m"
+			}
+		}
+		line := "  " + word + " " + reports.Line(res.Probe)
+		var notes []string
+		if !match {
+			notes = append(notes, "expected "+reports.Line(string(exp)))
+		}
+		if res.Outcome != eff {
+			notes = append(notes, "the probe said "+reports.Line(string(res.Outcome)))
+		}
+		if len(notes) > 0 {
+			line += " (" + strings.Join(notes, "; ") + ")"
+		}
+		fmt.Fprintln(w, line)
 	}
-	return "\x1b[31m" + s + "\x1b[0m"
 }
 
 // probeErr splits a harness error the engine wrote for one probe ("probe

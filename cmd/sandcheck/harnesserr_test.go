@@ -28,7 +28,7 @@ func TestEngineFailurePrintsOnce(t *testing.T) {
 	}
 	errs = append(errs, "probe output.x: copying the output folder: too large", "the run ended before every selected probe ran (3 of 147 results): interrupted or timed out")
 	var out, errw bytes.Buffer
-	err := concludeQuiet(&out, &errw, &engine.Outcome{Record: &evidence.Record{}, HarnessErrors: errs}, false, false)
+	err := concludeWith(&out, &errw, &engine.Outcome{Record: &evidence.Record{}, HarnessErrors: errs}, false, newConsole(&out, false, false))
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitHarness {
 		t.Fatalf("exit: %v, want the harness's exit 2", err)

@@ -123,7 +123,8 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				// A fleet: one run per node pool, all at once.
 				return runFleet(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, pools, failWarn, quiet)
 			}
-			cfg.Progress = newConsole(cmd.OutOrStdout(), verbose, quiet).progress()
+			con := newConsole(cmd.OutOrStdout(), verbose, quiet)
+			cfg.Progress = con.progress()
 			o, err := engine.Run(ctx, cfg)
 			if err != nil {
 				// The evidence is incomplete (a write failed) or the run
@@ -139,7 +140,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 			if err := writeNamedOutputs(o, outs); err != nil {
 				return harness(err)
 			}
-			verdict := concludeQuiet(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, quiet)
+			verdict := concludeWith(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, failWarn, con)
 			if base == nil || o.Record == nil || o.Record.Verdict == nil {
 				return verdict
 			}
@@ -199,14 +200,19 @@ func compareBaseline(w io.Writer, outDir string, base, cur *evidence.Record) (bo
 // warnings and failOnWarn is set), 0 otherwise. `sandcheck policy eval`
 // concludes the same way.
 func conclude(w, errw io.Writer, o *engine.Outcome, failOnWarn bool) error {
-	return concludeQuiet(w, errw, o, failOnWarn, false)
+	return concludeWith(w, errw, o, failOnWarn, newConsole(w, false, false))
 }
 
-// concludeQuiet is conclude; quiet prints only the criteria that did not
-// pass and the verdict.
-func concludeQuiet(w, errw io.Writer, o *engine.Outcome, failOnWarn, quiet bool) error {
+// concludeWith is conclude for console c: quiet prints only the criteria
+// that did not pass and the verdict; otherwise the graded results that are
+// not what the profile expects (all of them when verbose) come first.
+func concludeWith(w, errw io.Writer, o *engine.Outcome, failOnWarn bool, c *console) error {
+	quiet := c.q
 	rec := o.Record
 	if rec != nil && rec.Verdict != nil {
+		if !quiet {
+			printGraded(w, rec, c.verbose, c.color)
+		}
 		printVerdict(w, rec, quiet)
 		for _, p := range o.Reports {
 			if !quiet {
