@@ -189,7 +189,8 @@ func Risks(rec *evidence.Record) []Risk {
 	}
 	if len(untested) > 0 {
 		rs = append(rs, Risk{ID: "untested-controls", Title: "Controls this runner could not test", Criterion: "",
-			Owner: "security lead", Exposure: fmt.Sprintf("%d probe(s) were not tested: %s", len(untested), strings.Join(capList(untested, 20), ", "))})
+			Owner: "security lead", Exposure: fmt.Sprintf("%d probe(s) were not tested: %s", len(untested), strings.Join(capList(untested, 20), ", ")),
+			Open: "no restriction of this run can accept a control nobody tested: test it on a runner that can, or waive it by name"})
 	}
 	if rec.Verdict != nil {
 		for _, w := range rec.Verdict.Waivers {

@@ -46,10 +46,7 @@ the old one did not), 2 when a record cannot be read.`,
 			if e.Format == "json" {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				err = enc.Encode(struct {
-					Regressed bool `json:"regressed"`
-					reports.RunDiff
-				}{d.Regressed(), d})
+				err = enc.Encode(diffDocument(d))
 			} else {
 				err = reports.WriteDiffMarkdown(out, d)
 			}
@@ -69,4 +66,40 @@ the old one did not), 2 when a record cannot be read.`,
 	addOutputFlag(c.Flags(), outs, "what to print (=FILE writes it to a file)")
 	deprecatedAlias(c.Flags(), "format", "output")
 	return c
+}
+
+// diffRun is one side of a diff in its JSON form.
+type diffRun struct {
+	RunID   string `json:"run_id"`
+	Target  string `json:"target"`
+	Started string `json:"started"`
+	Verdict string `json:"verdict"`
+}
+
+// diffJSON is `diff -o json` (policies/schema/diff.schema.json): every
+// list present, empty rather than null.
+type diffJSON struct {
+	Schema    string  `json:"schema"`
+	Regressed bool    `json:"regressed"`
+	Old       diffRun `json:"old"`
+	New       diffRun `json:"new"`
+	reports.RunDiff
+}
+
+func diffDocument(d reports.RunDiff) diffJSON {
+	empty := func(c []reports.ResultChange) []reports.ResultChange {
+		if c == nil {
+			return []reports.ResultChange{}
+		}
+		return c
+	}
+	if d.Material == nil {
+		d.Material = []reports.Change{}
+	}
+	if d.Criteria == nil {
+		d.Criteria = []reports.Change{}
+	}
+	d.NewFailures, d.Fixed, d.ChangedEvidence, d.OtherChanges = empty(d.NewFailures), empty(d.Fixed), empty(d.ChangedEvidence), empty(d.OtherChanges)
+	ref := func(r reports.RunRef) diffRun { return diffRun{r.RunID, r.Target, r.Started, r.Verdict} }
+	return diffJSON{Schema: "sandcheck.dev/diff/v1", Regressed: d.Regressed(), Old: ref(d.Old), New: ref(d.New), RunDiff: d}
 }

@@ -1,7 +1,9 @@
 // Package schema holds the JSON Schemas sandcheck publishes: run.schema.json
-// (a run record, the policy's input) and target.schema.json (a target file).
-// Its tests check the repository's target files and stored runs against
-// them, and the target schema against the parser's own fields.
+// (a run record, the policy's input, with its verdict), target.schema.json (a
+// target file), risks.schema.json (the residual-risk register) and
+// diff.schema.json (`diff -o json`). Its tests check the repository's target
+// files, stored runs and risk registers against them, and the target schema
+// against the parser's own fields.
 package schema
 
 import (
@@ -301,5 +303,54 @@ func TestStoredRunsMatchRunSchema(t *testing.T) {
 	json.Unmarshal([]byte(`{"schema":"sandcheck.dev/run/v1"}`), &bad)
 	if err := s.Validate(bad); err == nil {
 		t.Error("run.schema.json accepts a record without results")
+	}
+
+	// The verdict is constrained in full: a stored run with its verdict
+	// edited each way must be refused.
+	b, err := os.ReadFile("../../reports/testdata/full-weak.run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(v map[string]any){
+		"pass not a boolean": func(v map[string]any) { v["pass"] = "definitely" },
+		"unknown status":     func(v map[string]any) { v["criteria"].([]any)[0].(map[string]any)["status"] = "fine" },
+		"unknown outcome":    func(v map[string]any) { v["results"].([]any)[0].(map[string]any)["effective"] = "safe" },
+		"no criteria":        func(v map[string]any) { delete(v, "criteria") },
+		"an extra key":       func(v map[string]any) { v["override"] = true },
+	} {
+		var rec map[string]any
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		edit(rec["verdict"].(map[string]any))
+		if err := s.Validate(rec); err == nil {
+			t.Errorf("run.schema.json accepts a verdict with %s", name)
+		}
+	}
+}
+
+func TestRiskRegistersMatchSchema(t *testing.T) {
+	s, _ := compile(t, "risks.schema.json")
+	files, _ := filepath.Glob("../../reports/testdata/*.risks.json")
+	if len(files) < 3 {
+		t.Fatalf("found only %d stored risk registers", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s does not match risks.schema.json: %v", f, err)
+		}
+	}
+	var bad any
+	json.Unmarshal([]byte(`{"schema":"sandcheck.dev/risks/v1","run_id":"r","target":"t","risks":[{"id":"x","title":"X","exposure":"e","accepted":false,"owner":"o","criterion":"c"}]}`), &bad)
+	if err := s.Validate(bad); err == nil {
+		t.Error("risks.schema.json accepts an open risk that does not say why")
 	}
 }
