@@ -98,7 +98,7 @@ func printGraded(w io.Writer, rec *evidence.Record, verbose, color bool) {
 
 // probeErr splits a harness error the engine wrote for one probe ("probe
 // ID: what failed") into the probe and what failed.
-var probeErr = regexp.MustCompile(`^probe (\S+): (.*)$`)
+var probeErr = regexp.MustCompile(`(?s)^probe (\S+): (.*)$`)
 
 // maxNamedProbes is how many probes a grouped harness error names.
 const maxNamedProbes = 5
@@ -116,6 +116,12 @@ func cause(msg string) string {
 	}
 	return strings.Join(parts[len(parts)-causeDepth:], ": ")
 }
+
+// volatile matches the parts of an error that name one sandbox rather than
+// the cause: the harness's sandbox names (sandcheck-RUNID-PROBE), container
+// and platform IDs (12 or more hex digits), UUIDs. Errors that differ only
+// there are one cause.
+var volatile = regexp.MustCompile(`sandcheck-\d{8}t\d{6}-[0-9a-f]{8}(-[a-z0-9][a-z0-9.-]*)?|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,64}`)
 
 // harnessLines turns the run's harness errors into the lines to print: one
 // cause, once. An engine failure (the engine stopped, an image removed)
@@ -137,10 +143,11 @@ func harnessLines(errs []string) []string {
 			probe, msg = m[1], m[2]
 		}
 		c := cause(msg)
-		g := byCause[c]
+		key := volatile.ReplaceAllString(c, "…")
+		g := byCause[key]
 		if g == nil {
-			g = &group{first: e, cause: c}
-			byCause[c] = g
+			g = &group{first: e, cause: key}
+			byCause[key] = g
 			order = append(order, g)
 		}
 		g.n++

@@ -114,3 +114,26 @@ func TestHarnessLinesOneCauseManySandboxes(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+// A command runner's create that fails the same way for every sandbox
+// (issue 24: "printed the same error 105 times") names each sandbox and
+// the ID the platform printed inside the cause; those differ per probe and
+// are still one cause, one line, with the count.
+func TestHarnessLinesSameCauseNamingEachSandbox(t *testing.T) {
+	var errs []string
+	for i := range 105 {
+		name := fmt.Sprintf("sandcheck-20261204t040258-5ef8876a-host-p%03d", i)
+		errs = append(errs, fmt.Sprintf("probe host.p%03d: starting sandbox %s: sandbox did not start: command create (platformctl) printed no sandbox ID as its last line (got \"tenant/%012x\")\na sandbox named %s may be left on the platform (the target gives no destroy_by_name step)", i, name, 0xabc000000000+i, name))
+	}
+	errs = append(errs, "probe output.x: copying the output folder: too large")
+	lines := harnessLines(errs)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2 (one cause, and the other error):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(lines[0], "105 probes") || !strings.Contains(lines[0], "printed no sandbox ID") {
+		t.Errorf("the grouped line does not give the cause and the count: %q", lines[0])
+	}
+	if !strings.Contains(lines[1], "too large") {
+		t.Errorf("the other cause lost its line: %q", lines[1])
+	}
+}

@@ -251,7 +251,9 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 		fmt.Fprintf(w, "\nsandcheck run %s: target %s (%s, %s)\n", reports.Line(rec.RunID), reports.Line(rec.Target.Name), reports.Line(rec.Runner), reports.Line(rec.Runtime))
 	}
 	for _, c := range v.Criteria {
-		if quiet && c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed {
+		// Quiet still shows a waived criterion: an accepted failure is
+		// never hidden.
+		if quiet && c.Status != evidence.StatusFail && c.Status != evidence.StatusUnconfirmed && c.Status != evidence.StatusWaived {
 			continue
 		}
 		fmt.Fprintf(w, "  %-12s %s\n", reports.Line(c.Status), reports.Line(c.ID))
