@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
@@ -227,4 +231,52 @@ func named(reasons []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestCriterionWaiverWarnsEverywhere: a waiver of a whole criterion is
+// admitted only with --allow-criterion-waivers, and where it applies it
+// takes the criterion out of the gate; the verdict then warns, and the
+// warning reaches the console and every report format (run.json, JUnit's
+// properties, SARIF's notifications, the Markdown summary, the HTML page).
+func TestCriterionWaiverWarnsEverywhere(t *testing.T) {
+	binDir(t)
+	soon := time.Now().AddDate(0, 0, 30).Format("2006-01-02")
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	body := "schema: sandcheck.dev/waivers/v1\nwaivers:\n  - criterion: hardened-runtime\n    target: weak-reference\n    owner: o@example.com\n    reason: pilot\n    expires: " + soon + "\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := sandcheck(t, "policy", "eval", "--input", "policies/testdata/weak.run.json", "--waivers", file,
+		"--allow-criterion-waivers", "--out", out)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (the weak run fails other criteria)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	const want = "waives the whole criterion hardened-runtime (admitted by --allow-criterion-waivers)"
+	if !strings.Contains(r.stdout, "warning: waiver ") || !strings.Contains(r.stdout, ":3 (owner o@example.com) "+want) {
+		t.Errorf("the console does not warn of the criterion waiver:\n%s", r.stdout)
+	}
+	for _, f := range []string{"run.json", "junit.xml", "results.sarif", "summary.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Errorf("report %s: %v", f, err)
+			continue
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report %s does not warn of the criterion waiver", f)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec evidence.Record
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Verdict == nil {
+		t.Fatalf("run.json: %v (verdict %v)", err, rec.Verdict)
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "hardened-runtime" && c.Status != evidence.StatusWaived {
+			t.Errorf("hardened-runtime is %s, want waived (the test must reach an applied waiver)", c.Status)
+		}
+	}
 }
