@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
 )
 
@@ -160,8 +165,61 @@ func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
 			}
 		}
 	}
-	if teardown != 5 || hostChecked < 4 {
-		t.Errorf("%d teardown and %d host-checked persistence results; want the 5 teardown probes and at least 4 persistence probes with host evidence", teardown, hostChecked)
+	persistence := 0
+	for _, s := range probes.Catalog() {
+		if s.Category == "persistence" {
+			persistence++
+		}
+	}
+	if teardown != 5 || hostChecked != persistence {
+		t.Errorf("%d teardown and %d host-checked persistence results; want the 5 teardown probes and all %d persistence probes, each with host evidence", teardown, hostChecked, persistence)
+	}
+}
+
+// TestBlockedEverywhereCannotConfirmCarryover: the SIGTERM-ignoring and
+// setsid daemons are pair probes of the resources family: one task leaves
+// a process, the next looks for it. The weak reference hands out tasks by
+// exec into one box, so a process the plant task left meets the check
+// task; a liar that plants nothing and says "blocked" read "blocked as
+// expected" before the carry-over host fact (no host evidence, not an
+// absence family). The host's
+// fact (the check ran in the plant's own box) does not confirm it: each is
+// named unconfirmed and bounded-resources does not pass.
+func TestBlockedEverywhereCannotConfirmCarryover(t *testing.T) {
+	binDir(t)
+	liar := forgeBinary(t, "blocked-all")
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
+		"--probes", "resources.s[ei][tg]*")
+	rec := r.mustRecord(t)
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
+	}
+	var reasons []string
+	for _, c := range rec.Verdict.Criteria {
+		reasons = append(reasons, c.Reasons...)
+		if c.ID == "bounded-resources" && c.Status == evidence.StatusPass {
+			t.Errorf("bounded-resources passes on the liar's word: %q", c.Reasons)
+		}
+	}
+	got := map[string]bool{}
+	for i, res := range rec.Results {
+		got[res.Probe] = true
+		if eff := rec.Effective(i); eff != probes.Blocked {
+			t.Errorf("%s: effective %s, want the liar's blocked", res.Probe, eff)
+		}
+		it, ok := hostItem(res, evidence.SourceRuntime, "carryover-processes")
+		if !ok || it.Indicates != "" || it.Data["precondition"] != "none" {
+			t.Errorf("%s: carry-over item %+v (found %v), want one without indication, precondition none", res.Probe, it, ok)
+		}
+		if !named(reasons, "probe "+res.Probe+" reported blocked but no host fact confirms") {
+			t.Errorf("%s is not named unconfirmed; reasons %q", res.Probe, reasons)
+		}
+		if named(reasons, "probe "+res.Probe+" blocked as expected") {
+			t.Errorf("%s passes on the liar's word", res.Probe)
+		}
+	}
+	if !got["resources.sigterm-ignore"] || !got["resources.setsid-daemon"] || len(got) != 2 {
+		t.Errorf("results for %v; want resources.sigterm-ignore and resources.setsid-daemon", got)
 	}
 }
 
@@ -173,4 +231,52 @@ func named(reasons []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestCriterionWaiverWarnsEverywhere: a waiver of a whole criterion is
+// admitted only with --allow-criterion-waivers, and where it applies it
+// takes the criterion out of the gate; the verdict then warns, and the
+// warning reaches the console and every report format (run.json, JUnit's
+// properties, SARIF's notifications, the Markdown summary, the HTML page).
+func TestCriterionWaiverWarnsEverywhere(t *testing.T) {
+	binDir(t)
+	soon := time.Now().AddDate(0, 0, 30).Format("2006-01-02")
+	file := filepath.Join(t.TempDir(), "w.yaml")
+	body := "schema: sandcheck.dev/waivers/v1\nwaivers:\n  - criterion: hardened-runtime\n    target: weak-reference\n    owner: o@example.com\n    reason: pilot\n    expires: " + soon + "\n"
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	r := sandcheck(t, "policy", "eval", "--input", "policies/testdata/weak.run.json", "--waivers", file,
+		"--allow-criterion-waivers", "--out", out)
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (the weak run fails other criteria)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	const want = "waives the whole criterion hardened-runtime (admitted by --allow-criterion-waivers)"
+	if !strings.Contains(r.stdout, "warning: waiver ") || !strings.Contains(r.stdout, ":3 (owner o@example.com) "+want) {
+		t.Errorf("the console does not warn of the criterion waiver:\n%s", r.stdout)
+	}
+	for _, f := range []string{"run.json", "junit.xml", "results.sarif", "summary.md", "report.html"} {
+		b, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Errorf("report %s: %v", f, err)
+			continue
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report %s does not warn of the criterion waiver", f)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec evidence.Record
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Verdict == nil {
+		t.Fatalf("run.json: %v (verdict %v)", err, rec.Verdict)
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "hardened-runtime" && c.Status != evidence.StatusWaived {
+			t.Errorf("hardened-runtime is %s, want waived (the test must reach an applied waiver)", c.Status)
+		}
+	}
 }

@@ -387,8 +387,9 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 			return err
 		}
 		freeLane(ctx)
+		sight := e.seePlant(ctx, spec, sb) // plant.go: the marker a box with an avenue needs
 		e.closeSandbox(sb)
-		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
+		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, sight)...)
 		return err
 	}
 	reports, token, sb, err := e.runTask(ctx, name, []probes.Spec{spec}, marker, phase)
@@ -396,7 +397,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		return err
 	}
 	e.fill(spec, res, reports[spec.ID], token, sb)
-	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb)...)
+	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, nil)...)
 	return nil
 }
 

@@ -39,7 +39,9 @@ var observers = map[string]observer{
 	"runtime:seccomp": runtimeObserver, "runtime:user": runtimeObserver,
 	"canary:broker": canaryObserver, "canary:dns": canaryObserver, "canary:kube-api": canaryObserver,
 	"canary:metadata": canaryObserver, "canary:proxy": canaryObserver, "canary:sink": canaryObserver,
-	"runtime:execd-published": platformObserver,
+	"runtime:execd-published":   platformObserver,
+	"runtime:carryover-keyring": carryoverObserver, "runtime:carryover-processes": carryoverObserver, "runtime:carryover-scratch": carryoverObserver,
+	"runtime:scratch-limits": scratchLimitsObserver,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
 		return []evidence.Item{e.inputsEvidence(k, o.token, o.self)}
 	},

@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
@@ -17,23 +21,82 @@ import (
 // The host therefore needs a marker of its own before it may read
 // "nothing left" as blocked: its own view of the sandbox shows there was
 // no way to plant anything outside the box (no engine socket, no writable
-// host folder, none of the privileges that reach the host). plantAvenues
-// works that out from the runtime's view and the target's own
-// configuration.
+// host folder, none of the privileges that reach the host), which
+// plantAvenues works out from the runtime's view and the target's own
+// configuration; or the host saw the plant itself outside the box before
+// close (seePlant).
 
 // Preconditions a teardown item records in its data ("precondition"):
 // what lets the host read an absence as blocked. The policy counts an
-// absence only with preconditionNoAvenue. (A host that saw the plant before
-// teardown would be the other marker; no runner reports one yet, so a box
-// that could plant reads unconfirmed whatever its teardown did.)
+// absence only with preconditionNoAvenue or preconditionSeen; a box that
+// could plant and whose plant the host did not see reads unconfirmed
+// whatever its teardown did.
 const (
 	// preconditionNoAvenue: the host's view shows the box had no way to
 	// plant this kind of thing outside itself.
 	preconditionNoAvenue = "no-avenue"
+	// preconditionSeen: before close the host itself saw a thing of this
+	// kind carrying the probe's token outside the box (plantViewer), so
+	// nothing found after close means teardown removed it.
+	preconditionSeen = "seen"
 	// preconditionNone: the box could have planted and the host saw no
 	// plant; the absence proves nothing.
 	preconditionNone = "none"
 )
+
+// plantViewer is implemented by sandboxes whose host can look, before
+// Close, for what code inside made outside the box carrying a token (the
+// teardown probes' plants): the marker that lets a box with an avenue read
+// blocked when its teardown really cleans up.
+type plantViewer interface {
+	// SeePlant lists, for each of the given kinds (runners.ResidueKinds),
+	// what carrying token the host sees outside the sandbox now; it
+	// removes nothing and is an error after Close.
+	SeePlant(ctx context.Context, token string, kinds []string) (map[string][]string, error)
+}
+
+// plantSight is what the host saw of one probe's plant before close: what
+// it found per kind, or why it could not look (nil: it did not try).
+type plantSight struct {
+	seen map[string][]string
+	err  error
+}
+
+// plantViewTimeout bounds the engine's wait for one look before close.
+const plantViewTimeout = 30 * time.Second
+
+// seePlant asks the sandbox, before it is closed, what it sees outside the
+// box of the plant of a teardown probe (its teardown:<kind> host kinds) by
+// the probe's token; nil when the probe names none or the sandbox cannot
+// look.
+func (e *Engine) seePlant(ctx context.Context, spec probes.Spec, s *sandbox) *plantSight {
+	kinds := teardownKinds(spec)
+	pv, ok := s.sb.(plantViewer)
+	if len(kinds) == 0 || !ok {
+		return nil
+	}
+	e.mu.Lock()
+	token := s.tokens[spec.ID]
+	e.mu.Unlock()
+	if token == "" {
+		return &plantSight{err: errors.New("the probe's token is unknown")}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), plantViewTimeout)
+	defer cancel()
+	seen, err := pv.SeePlant(ctx, token, kinds)
+	return &plantSight{seen: seen, err: err}
+}
+
+// teardownKinds lists the kinds of a spec's teardown:<kind> host evidence.
+func teardownKinds(spec probes.Spec) []string {
+	var kinds []string
+	for _, h := range spec.Host {
+		if k, ok := strings.CutPrefix(h, "teardown:"); ok {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
 
 // maxSocketScan bounds the entries of one bound host folder looked through
 // for a socket.

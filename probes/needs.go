@@ -19,11 +19,12 @@ var hostKinds = map[string]string{
 	"inputs:intact": "", "inputs:read": "", "output:release": "", "output:workload": "",
 	"canary:broker": "", "canary:dns": "", "canary:kube-api": "", "canary:metadata": "",
 	"canary:proxy": "", "canary:sink": "",
+	"runtime:carryover-keyring": "", "runtime:carryover-processes": "", "runtime:carryover-scratch": "",
 	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "", "runtime:execd-published": "",
 	"runtime:host-cgroup": "", "runtime:host-kernel": "", "runtime:hostname": "", "runtime:labels": "",
 	"runtime:masked-paths": "", "runtime:memory-limit": "", "runtime:mounts": "",
 	"runtime:no-new-privileges": "", "runtime:oom": "", "runtime:pid": "", "runtime:pids-limit": "",
-	"runtime:read-only-rootfs": "", "runtime:runtime-class": "", "runtime:seccomp": "", "runtime:user": "",
+	"runtime:read-only-rootfs": "", "runtime:runtime-class": "", "runtime:scratch-limits": "", "runtime:seccomp": "", "runtime:user": "",
 	"teardown:cgroups": "residue", "teardown:container": "residue", "teardown:mounts": "residue",
 	"teardown:network": "residue", "teardown:processes": "residue", "teardown:scratch": "residue",
 }

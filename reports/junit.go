@@ -207,6 +207,13 @@ func junitProperties(rec *evidence.Record) []junitProperty {
 		{"policy_version", rec.Tool.PolicyVersion},
 		{"verdict", verdict},
 	}
+	if rec.Verdict != nil {
+		// The verdict's warnings (a waiver of a whole criterion among
+		// them), one property each.
+		for _, m := range rec.Verdict.Warnings {
+			props = append(props, junitProperty{"warning", m})
+		}
+	}
 	for i := range props {
 		props[i].Value = plain(props[i].Value)
 	}

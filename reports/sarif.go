@@ -185,6 +185,14 @@ func (SARIF) Write(w io.Writer, rec *evidence.Record) error {
 		run.Invocations[0].ToolExecutionNotifications = append(run.Invocations[0].ToolExecutionNotifications,
 			sarifNotification{Level: "error", Message: sarifText{Text: plain(e)}})
 	}
+	if rec.Verdict != nil {
+		// The verdict's warnings (a waiver of a whole criterion among
+		// them) open no alert but must not go unseen.
+		for _, m := range rec.Verdict.Warnings {
+			run.Invocations[0].ToolExecutionNotifications = append(run.Invocations[0].ToolExecutionNotifications,
+				sarifNotification{Level: "warning", Message: sarifText{Text: plain(m)}})
+		}
+	}
 	index := map[string]int{}
 	rule := func(r sarifRule) int {
 		if i, ok := index[r.ID]; ok {

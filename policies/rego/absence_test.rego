@@ -36,6 +36,18 @@ catalog := {
 			"category": "persistence", "criterion": "immutable-approved-base", "severity": "high",
 			"expect": {"default": "blocked"},
 		},
+		"persistence.background-process": {
+			"category": "persistence", "criterion": "isolated-scratch", "severity": "high",
+			"expect": {"default": "blocked"}, "host": ["runtime:carryover-processes"],
+		},
+		"resources.setsid-daemon": {
+			"category": "resources", "criterion": "bounded-resources", "severity": "medium",
+			"expect": {"default": "blocked"}, "host": ["runtime:carryover-processes"],
+		},
+		"persistence.scratch-unlimited": {
+			"category": "persistence", "criterion": "isolated-scratch", "severity": "medium",
+			"expect": {"default": "blocked"}, "host": ["runtime:scratch-limits"],
+		},
 		"privilege.seccomp": {
 			"category": "privilege", "criterion": "hardened-runtime", "severity": "high",
 			"expect": {"default": "blocked"},
@@ -154,10 +166,77 @@ test_persistence_inputs_intact_counts_only_read_only if {
 	kinds_for([r], true, "persistence.inputs-writable") == {"pass"}
 }
 
-# A persistence probe the catalog gives no host evidence keeps its grade.
-test_persistence_without_host_evidence_unchanged if {
+# A persistence probe the catalog gives no host evidence has nothing to
+# confirm its "blocked": the host has no view of it.
+test_persistence_without_host_evidence_is_unconfirmed if {
 	r := res("persistence.marker-next-run", "blocked", [])
-	kinds_for([r], true, "persistence.marker-next-run") == {"pass"}
+	kinds_for([r], true, "persistence.marker-next-run") == {"unconfirmed"}
+	some f in findings([r], true)
+	contains(f.msg, "the host has no view of it")
+}
+
+# --- carry-over between tasks --------------------------------------------------
+
+# carry is a carryover item as the engine writes it.
+carry(kind, indicates, precondition) := {
+	"source": "runtime", "kind": concat("", ["carryover-", kind]), "summary": "the check task ran in a fresh sandbox",
+	"indicates": indicates, "data": {"precondition": precondition},
+}
+
+test_carryover_no_avenue_passes if {
+	r := res("persistence.background-process", "blocked", [carry("processes", "blocked", "no-avenue")])
+	kinds_for([r], true, "persistence.background-process") == {"pass"}
+}
+
+# The check ran in the plant's own box, or the box had an avenue: the
+# probe's "not found" is its word only.
+test_carryover_same_box_is_unconfirmed if {
+	r := res("persistence.background-process", "blocked", [carry("processes", "", "none")])
+	kinds_for([r], true, "persistence.background-process") == {"unconfirmed"}
+	some f in findings([r], true)
+	contains(f.msg, "reported blocked but no host fact confirms")
+}
+
+# A carryover item that indicates blocked without the precondition (a
+# forged or older record) settles nothing.
+test_carryover_blocked_without_precondition_is_unconfirmed if {
+	r := res("persistence.background-process", "blocked", [carry("processes", "blocked", "none")])
+	kinds_for([r], true, "persistence.background-process") == {"unconfirmed"}
+	r2 := res("persistence.background-process", "blocked", [carry("processes", "blocked", "trust-me")])
+	kinds_for([r2], true, "persistence.background-process") == {"unconfirmed"}
+}
+
+# A carry-over probe of another family (resources) is an absence probe too.
+test_carryover_other_family_is_absence_probe if {
+	r := res("resources.setsid-daemon", "blocked", [carry("processes", "", "none")])
+	criteria.absence_probe(r) with data.catalog as catalog
+	kinds_for([r], true, "resources.setsid-daemon") == {"unconfirmed"}
+	ok := res("resources.setsid-daemon", "blocked", [carry("processes", "blocked", "no-avenue")])
+	kinds_for([ok], true, "resources.setsid-daemon") == {"pass"}
+}
+
+# A process the host saw meet the next task still fails.
+test_carryover_escape_still_fails if {
+	r := res("persistence.background-process", "escaped", [carry("processes", "", "none")])
+	"deny" in kinds_for([r], true, "persistence.background-process")
+}
+
+# Scratch limits: only the host's own declaration confirms.
+test_scratch_limits_need_the_host_declaration if {
+	r := res("persistence.scratch-unlimited", "blocked", [item("runtime", "scratch-limits", "")])
+	kinds_for([r], true, "persistence.scratch-unlimited") == {"unconfirmed"}
+	ok := res("persistence.scratch-unlimited", "blocked", [item("runtime", "scratch-limits", "blocked")])
+	kinds_for([ok], true, "persistence.scratch-unlimited") == {"pass"}
+}
+
+# --- the seen-plant marker -----------------------------------------------------
+
+# A box with an avenue whose plant the host saw before close, and found
+# gone after, passes.
+test_teardown_seen_plant_passes if {
+	r := res("teardown.container", "blocked", [td("container", "blocked", "seen")])
+	kinds_for([r], true, "teardown.container") == {"pass"}
+	status([r], true, "verified-teardown") == "pass"
 }
 
 # Other families are not touched.

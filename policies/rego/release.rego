@@ -227,6 +227,43 @@ warning_set contains msg if {
 	msg := sprintf("waiver %s (owner %s) matches no finding of this run", [w.id, w.owner])
 }
 
+# A waiver that reaches a whole criterion (admitted only with
+# --allow-criterion-waivers) takes that criterion out of the gate: wherever
+# one applied, the verdict warns, so the console and every report say so.
+warning_set contains msg if {
+	some w in waivers
+	waiver_used(w.id)
+	whole_criterion_waiver(w)
+	msg := sprintf("waiver %s (owner %s) waives the whole criterion %s (admitted by --allow-criterion-waivers): its findings do not gate this run", [w.id, w.owner, concat(", ", sort(waived_criteria(w)))])
+}
+
+# whole_criterion_waiver holds, as the loader reads it, for a waiver naming
+# a criterion and no probe, or a probe glob matching probes of more than
+# one criterion or every probe of one.
+whole_criterion_waiver(w) if {
+	object.get(w, "probe", "") == ""
+	object.get(w, "criterion", "") != ""
+}
+
+whole_criterion_waiver(w) if count(glob_criteria(object.get(w, "probe", ""))) > 1
+
+whole_criterion_waiver(w) if {
+	some c in glob_criteria(object.get(w, "probe", ""))
+	count(probes_of(c)) == count({id | some id in probes_of(c); glob.match(w.probe, ["."], id)})
+}
+
+glob_criteria(p) := {s.criterion |
+	p != ""
+	some id, s in data.catalog.probes
+	glob.match(p, ["."], id)
+}
+
+probes_of(c) := {id | some id, s in data.catalog.probes; s.criterion == c}
+
+waived_criteria(w) := {w.criterion} if {
+	object.get(w, "probe", "") == ""
+} else := glob_criteria(w.probe)
+
 # A stored run re-graded with other user policies than it ran with: the
 # verdict is the current policies', the evidence was gathered under the old.
 warning_set contains msg if {

@@ -50,16 +50,26 @@ unconfirmed_network_teardown contains finding("verified-teardown", "", msg) if {
 # probe's "blocked" counts only where a host item confirms it with its
 # precondition met: the harness's own view shows the box had no way to make
 # the plant (the teardown item's data says precondition "no-avenue"), or
-# the host held the thing read-only (the root filesystem, the inputs).
-# Otherwise the result is unconfirmed, never a pass, and the finding names
-# the marker that is missing. (A plant the host saw before teardown would
-# be the other marker; no runner reports one yet.)
+# the host held the thing read-only (the root filesystem, the inputs), or
+# the host saw the plant itself before teardown (precondition "seen": the
+# runner found a thing of that kind carrying the probe's token before it
+# closed the sandbox). A carry-over probe (catalog host kind runtime:carryover-*:
+# a plant in one task that the next task looks for, whatever its family)
+# counts only where the harness ran the check in a fresh sandbox the
+# plant's box had no way to reach (its carryover item's precondition
+# "no-avenue"). Otherwise the result is unconfirmed, never a pass, and the
+# finding names the marker that is missing.
 
 absence_families := {"teardown", "persistence"}
 
 absence_probe(r) if data.catalog.probes[r.probe].category in absence_families
 
-settling_preconditions := {"no-avenue"}
+absence_probe(r) if {
+	some h in object.get(data.catalog.probes[r.probe], "host", [])
+	startswith(h, "runtime:carryover-")
+}
+
+settling_preconditions := {"no-avenue", "seen"}
 
 # absence_unmet holds for a host item that reports only that nothing was
 # found (or changed) afterwards, without the marker that makes the absence
@@ -68,6 +78,12 @@ absence_unmet(i) if {
 	i.source == "teardown"
 	startswith(i.kind, "teardown.")
 	not object.get(object.get(i, "data", {}), "precondition", "") in settling_preconditions
+}
+
+absence_unmet(i) if {
+	i.source == "runtime"
+	startswith(i.kind, "carryover-")
+	object.get(object.get(i, "data", {}), "precondition", "") != "no-avenue"
 }
 
 absence_unmet(i) if {
@@ -97,13 +113,11 @@ settled_kind(r, k) if {
 	i.kind == concat("", ["teardown.", k])
 }
 
-host_declared(r) if count(object.get(data.catalog.probes[r.probe], "host", [])) > 0
-
 # unsettled_absence holds for a blocked absence-probe result that the host
 # evidence its catalog entry names does not confirm: every teardown kind
-# needs its own settled item, any other probe with host evidence one
-# confirming item. (A persistence probe whose catalog names no host
-# evidence is graded on its self-report, as before.)
+# needs its own settled item, any other probe one confirming item. (An
+# absence probe whose catalog names no host evidence has none: the host has
+# no view of it, and its "blocked" is the box's word only.)
 unsettled_absence(g) if {
 	g.effective == "blocked"
 	absence_probe(g.result)
@@ -115,7 +129,6 @@ unsettled_absence(g) if {
 	g.effective == "blocked"
 	absence_probe(g.result)
 	count(teardown_kinds(g.result)) == 0
-	host_declared(g.result)
 	count(absence_confirmations(g.result)) == 0
 }
 
@@ -151,4 +164,4 @@ unconfirmed_absence contains finding(c, r.probe, msg) if {
 
 seen_or_none(seen) := seen if count(seen) > 0
 
-else := ["the host has no item for it"]
+else := ["the host has no view of it (no host item)"]

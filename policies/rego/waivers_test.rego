@@ -94,3 +94,49 @@ test_waived_run_passes if {
 	v := verdict(object.union(soft, {"results": [r]}), [waiver({})], june)
 	v.pass
 }
+
+# --- waivers of a whole criterion ----------------------------------------------
+
+whole_warnings(v) := {m | some m in v.warnings; contains(m, "waives the whole criterion")}
+
+# A criterion waiver (admitted with --allow-criterion-waivers) that applied
+# warns, naming the criterion; the warning is in the verdict every report
+# and the console read.
+test_applied_criterion_waiver_warns if {
+	v := verdict(soft, [waiver({})], june)
+	grade(v, "hardened-runtime").status == "waived"
+	whole_warnings(v) == {"waiver w.yaml:3 (owner sec@example.com) waives the whole criterion hardened-runtime (admitted by --allow-criterion-waivers): its findings do not gate this run"}
+}
+
+# A probe glob reaching every probe of a criterion, or probes of more than
+# one, is a criterion waiver too.
+test_glob_over_a_whole_criterion_warns if {
+	r := {
+		"probe": "syscalls.bpf", "category": "syscalls", "criterion": "hardened-runtime", "severity": "high",
+		"outcome": "escaped", "expected": "blocked", "detail": "d", "evidence": [],
+	}
+	rec := object.union(fixtures.record_base, {"results": [r]})
+	every_probe := verdict(rec, [waiver({"criterion": "", "probe": "{privilege.seccomp,syscalls.bpf}"})], june)
+	count(whole_warnings(every_probe)) == 1
+	some m in whole_warnings(every_probe)
+	contains(m, "whole criterion hardened-runtime")
+	across := verdict(rec, [waiver({"criterion": "", "probe": "*.*"})], june)
+	some n in whole_warnings(across)
+	contains(n, "hardened-runtime")
+	contains(n, "no-ambient-cloud-identity")
+}
+
+# A waiver of part of a criterion does not warn so; one that applied to
+# nothing says only that.
+test_narrow_or_unused_waiver_no_whole_warning if {
+	r := {
+		"probe": "syscalls.bpf", "category": "syscalls", "criterion": "hardened-runtime", "severity": "high",
+		"outcome": "escaped", "expected": "blocked", "detail": "d", "evidence": [],
+	}
+	rec := object.union(fixtures.record_base, {"results": [r]})
+	narrow := verdict(rec, [waiver({"criterion": "", "probe": "syscalls.*"})], june)
+	grade(narrow, "hardened-runtime").status == "waived"
+	whole_warnings(narrow) == set()
+	unused := verdict(fixtures.record_base, [waiver({})], june)
+	whole_warnings(unused) == set()
+}
