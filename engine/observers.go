@@ -40,6 +40,8 @@ var observers = map[string]observer{
 	"canary:broker": canaryObserver, "canary:dns": canaryObserver, "canary:kube-api": canaryObserver,
 	"canary:metadata": canaryObserver, "canary:proxy": canaryObserver, "canary:sink": canaryObserver,
 	"runtime:execd-published": platformObserver,
+	// The broker's record (broker.go); replay is gathered after close.
+	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
 		return []evidence.Item{e.inputsEvidence(k, o.token, o.self)}
 	},
