@@ -156,7 +156,7 @@ func brokerObserver(e *Engine, kind string, o observation) []evidence.Item {
 // lifetimeItem settles the lifetime from the broker's own mint: no expiry,
 // or one past the task's budget, is escaped, naming both durations.
 func lifetimeItem(t *brokerTask) evidence.Item {
-	it := evidence.Item{Source: brokerSource, Kind: "token-lifetime", Data: t.claimsData()}
+	it := evidence.Item{Source: brokerSource, Kind: "lifetime", Data: t.claimsData()}
 	budget := time.Duration(t.grant.BudgetSeconds) * time.Second
 	switch life := t.claims.Lifetime(); {
 	case life == 0:
@@ -177,7 +177,7 @@ func lifetimeItem(t *brokerTask) evidence.Item {
 // out-of-scope use, with none accepted, is blocked; no such use seen
 // indicates nothing.
 func scopeItem(t *brokerTask, uses []canary.BrokerUse) evidence.Item {
-	it := evidence.Item{Source: brokerSource, Kind: "token-scope", Data: t.claimsData()}
+	it := evidence.Item{Source: brokerSource, Kind: "scope", Data: t.claimsData()}
 	var accepted, refused []string
 	for _, u := range uses {
 		if u.Action != "use" || u.Remote == "harness" {
@@ -213,8 +213,8 @@ func scopeItem(t *brokerTask, uses []canary.BrokerUse) evidence.Item {
 // broker is told the task ended (the hardened one revokes its token, the
 // weak one does nothing), then, for a probe naming broker:replay, the
 // harness presents the token the box saw for its own grant. The broker's
-// answer settles the probe (kind host-check): accepted is escaped,
-// refused blocked.
+// answer settles the probe: accepted is escaped, refused blocked (and
+// policies/rego/broker.rego holds a "blocked" to that refusal).
 func (e *Engine) brokerAfterClose(spec probes.Spec, s *sandbox) []evidence.Item {
 	kinds := brokerKinds(spec)
 	if len(kinds) == 0 || e.broker == nil || e.broker.tb == nil {
@@ -232,8 +232,8 @@ func (e *Engine) brokerAfterClose(spec probes.Spec, s *sandbox) []evidence.Item 
 		return nil
 	}
 	u := e.broker.tb.Use(t.token, t.grant.Tenant, t.grant.Resource, t.grant.Operation, "harness")
-	it := evidence.Item{Source: brokerSource, Kind: "host-check", Data: t.claimsData()}
-	it.Data["check"], it.Data["status"] = "replay-after-teardown", fmt.Sprint(u.Status)
+	it := evidence.Item{Source: brokerSource, Kind: "replay", Data: t.claimsData()}
+	it.Data["status"] = fmt.Sprint(u.Status)
 	if u.Accepted {
 		it.Indicates = probes.Escaped
 		it.Summary = fmt.Sprintf("after the sandbox was torn down the harness replayed the task's token (sha256 %s) and the broker accepted it", t.sum[:16])

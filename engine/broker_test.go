@@ -51,7 +51,7 @@ func TestBrokerRunControls(t *testing.T) {
 				t.Errorf("lifetime %+v, want %s", lt, want)
 			}
 			items := e.brokerAfterClose(spec, &sandbox{tokens: map[string]string{spec.ID: "sctok1"}})
-			if len(items) != 1 || items[0].Indicates != want || items[0].Kind != "host-check" {
+			if len(items) != 1 || items[0].Indicates != want || items[0].Kind != "replay" {
 				t.Fatalf("replay %+v, want %s", items, want)
 			}
 			for _, it := range append(items, lt...) {

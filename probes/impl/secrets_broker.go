@@ -150,11 +150,13 @@ func brokerTokenLifetime(ctx context.Context, p probes.Params) probes.Result {
 	left := time.Until(time.Unix(*c.Exp, 0)).Round(time.Second)
 	e.setf("exp", "%d", *c.Exp)
 	e.setf("expires_in_s", "%d", int64(left/time.Second))
+	life := ""
 	if c.Iat != nil {
 		e.setf("lifetime_s", "%d", *c.Exp-*c.Iat)
+		life = fmt.Sprintf(" (a lifetime of %s)", time.Duration(*c.Exp-*c.Iat)*time.Second)
 	}
 	if left > budget+brokerSlack {
-		return escaped(fmt.Sprintf("the task's broker token expires in %s, beyond the task's budget of %s", left, budget), e)
+		return escaped(fmt.Sprintf("the task's broker token expires in %s%s, beyond the task's budget of %s", left, life, budget), e)
 	}
 	return blocked(fmt.Sprintf("the task's broker token expires in %s, within the task's budget of %s", left, budget), e)
 }
@@ -221,8 +223,9 @@ func brokerTokenScope(ctx context.Context, p probes.Params) probes.Result {
 // brokerTokenReplay uses the task's token once on its own grant, so the
 // broker has seen it from the box; whether it outlives the sandbox is the
 // host's to tell: once the sandbox is gone the harness replays it
-// (broker:replay), which settles the outcome. The probe's own answer is
-// inconclusive by design.
+// (broker:replay). The probe reports blocked, as the teardown family does
+// for what it left behind, and the policy holds that "blocked" to the
+// broker refusing the replay; an accepted replay makes it escaped.
 func brokerTokenReplay(ctx context.Context, p probes.Params) probes.Result {
 	e := ev{}
 	t, why := taskToken(p, e)
@@ -231,14 +234,14 @@ func brokerTokenReplay(ctx context.Context, p probes.Params) probes.Result {
 	}
 	if p.BrokerAddr == "" {
 		e.set("used", "false")
-		return inconclusive("the box cannot reach the broker; the host's replay after teardown decides", e)
+		return blocked("the box cannot reach the broker to use its token; the host's replay after teardown decides", e)
 	}
 	status, err := brokerObject(ctx, p, "secrets.broker-token-replay", t, t.g.Operation, t.g.Tenant, t.g.Resource)
 	if err != nil {
 		e.setErr("", err)
 	}
 	e.setInt("status", status)
-	return inconclusive("the box used its token during the run; the host's replay after teardown decides", e)
+	return blocked("the box used its token during the run and keeps nothing else; the host's replay after teardown decides", e)
 }
 
 // brokerObject calls the broker's object of tenant/resource for the

@@ -51,10 +51,10 @@ func TestBrokerTokenProbesControls(t *testing.T) {
 	}{
 		{"lifetime weak", brokerTokenLifetime, weak, probes.Escaped, "never expires"},
 		{"lifetime hardened", brokerTokenLifetime, hard, probes.Blocked, "within the task's budget of 15s"},
-		{"lifetime too long", brokerTokenLifetime, long, probes.Escaped, "expires in 24h0m0s, beyond the task's budget of 15s"},
+		{"lifetime too long", brokerTokenLifetime, long, probes.Escaped, "(a lifetime of 24h0m0s), beyond the task's budget of 15s"},
 		{"scope weak", brokerTokenScope, weak, probes.Escaped, "neighbour resource"},
 		{"scope hardened", brokerTokenScope, hard, probes.Blocked, "refused"},
-		{"replay hardened", brokerTokenReplay, hard, probes.Inconclusive, "host's replay"},
+		{"replay hardened", brokerTokenReplay, hard, probes.Blocked, "host's replay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.f(ctx, tc.p)
