@@ -29,7 +29,7 @@ func runBrokerProbes(t *testing.T, target string, want probes.Outcome) *evidence
 		if eff := rec.Effective(i); eff != want {
 			t.Errorf("%s on %s: effective %s, want %s (reported %s: %s; evidence %+v)", res.Probe, target, eff, want, res.Outcome, res.Detail, res.Evidence)
 		}
-		kind := map[string]string{"secrets.broker-token-lifetime": "lifetime", "secrets.broker-token-scope": "scope", "secrets.broker-token-replay": "replay"}[res.Probe]
+		kind := map[string]string{"secrets.broker-token-lifetime": "lifetime", "secrets.broker-token-scope": "scope", "secrets.broker-token-replay": "replay", "secrets.broker-token-revocation": "revocation"}[res.Probe]
 		it, ok := hostItem(res, "broker", kind)
 		switch {
 		case !ok:
@@ -38,7 +38,7 @@ func runBrokerProbes(t *testing.T, target string, want probes.Outcome) *evidence
 			t.Errorf("%s on %s: the broker's item names no token SHA-256: %+v", res.Probe, target, it)
 		}
 	}
-	for _, id := range []string{"secrets.broker-token-lifetime", "secrets.broker-token-scope", "secrets.broker-token-replay"} {
+	for _, id := range []string{"secrets.broker-token-lifetime", "secrets.broker-token-scope", "secrets.broker-token-replay", "secrets.broker-token-revocation"} {
 		if !seen[id] {
 			t.Errorf("%s: no result on %s", id, target)
 		}
@@ -60,7 +60,7 @@ func runBrokerProbes(t *testing.T, target string, want probes.Outcome) *evidence
 // never expiring, opening anything, never revoked) every broker probe
 // escapes, with the broker's record confirming it from the host: a lifetime
 // of "never", out-of-scope uses accepted, the replay after teardown
-// accepted.
+// accepted, the token served past the revocation bound (the delay named).
 func TestBrokerTokenNegativeControl(t *testing.T) {
 	rec := runBrokerProbes(t, "weak.yaml", probes.Escaped)
 	for _, res := range rec.Results {
@@ -77,7 +77,8 @@ func TestBrokerTokenNegativeControl(t *testing.T) {
 // reaches only the broker) every broker probe is blocked: the token lives
 // no longer than the task's budget, its out-of-scope uses are refused
 // (broker-only, where the box can make them) and the host's replay after
-// teardown is refused as revoked.
+// teardown is refused as revoked, and a token the harness revokes mid-run is
+// refused within the bound (broker-only, the delay measured).
 func TestBrokerTokenPositiveControl(t *testing.T) {
 	for _, target := range []string{"hardened.yaml", "broker-only.yaml"} {
 		t.Run(target, func(t *testing.T) {
@@ -85,6 +86,9 @@ func TestBrokerTokenPositiveControl(t *testing.T) {
 			for _, res := range rec.Results {
 				if it, ok := hostItem(res, "broker", "replay"); ok && (it.Indicates != probes.Blocked || it.Data["reason"] != "revoked") {
 					t.Errorf("replay after teardown: %+v", it)
+				}
+				if it, ok := hostItem(res, "broker", "revocation"); ok && target == "broker-only.yaml" && (it.Indicates != probes.Blocked || it.Data["delay_ms"] == "") {
+					t.Errorf("revocation on broker-only: the broker did not refuse the revoked token within the bound: %+v", it)
 				}
 				if it, ok := hostItem(res, "broker", "scope"); ok && target == "broker-only.yaml" && (it.Indicates != probes.Blocked || it.Data["refused_out_of_scope"] != "3") {
 					t.Errorf("scope on broker-only: the broker did not refuse the three out-of-scope uses: %+v", it)

@@ -33,6 +33,7 @@ type brokerRun struct {
 	untestable string
 	tb         *canary.TokenBroker
 	runID      string
+	bound      time.Duration // the target's revocation bound
 
 	mu    sync.Mutex
 	tasks map[string]*brokerTask // by the invocation's token
@@ -45,6 +46,8 @@ type brokerTask struct {
 	sum    string
 	claims canary.TokenClaims
 	grant  probes.BrokerGrant
+	// stop ends the revocation watch (nil: none); it waits for it.
+	stop func()
 }
 
 // newBrokerRun sets up the target's broker: the reference broker in the
@@ -65,7 +68,7 @@ func newBrokerRun(tg *targets.Target, net *netharness.Network, runID string) (*b
 	if net != nil && net.ToolBroker() != nil {
 		net.ToolBroker().WithReference(tb)
 	}
-	return &brokerRun{tb: tb, runID: runID, tasks: map[string]*brokerTask{}}, nil
+	return &brokerRun{tb: tb, runID: runID, bound: tg.Broker.Bound(), tasks: map[string]*brokerTask{}}, nil
 }
 
 // brokerKinds are the spec's broker host kinds.
@@ -96,9 +99,11 @@ func (b *brokerRun) params(p *probes.Params, token string, ids []string) error {
 		return nil
 	}
 	var budget time.Duration
+	revoke := false
 	for _, id := range ids {
 		if s, ok := probes.Lookup(id); ok && len(brokerKinds(s)) > 0 {
 			budget = max(budget, s.Timeout.D())
+			revoke = revoke || slices.Contains(s.Host, "broker:revocation")
 		}
 	}
 	if budget == 0 {
@@ -106,12 +111,19 @@ func (b *brokerRun) params(p *probes.Params, token string, ids []string) error {
 	}
 	g := brokerGrant
 	g.BudgetSeconds = int(budget / time.Second)
+	if revoke {
+		g.RevocationBoundMillis = int(b.bound / time.Millisecond)
+	}
 	tok, claims, err := b.tb.Mint(canary.Grant{Run: b.runID, Task: token, Tenant: g.Tenant, Resource: g.Resource, Operation: g.Operation, TTL: budget})
 	if err != nil {
 		return fmt.Errorf("minting the task's broker token: %w", err)
 	}
+	t := &brokerTask{token: tok, sum: canary.TokenSHA256(tok), claims: claims, grant: g}
+	if revoke {
+		t.stop = b.watchRevocation(t.sum, budget)
+	}
 	b.mu.Lock()
-	b.tasks[token] = &brokerTask{token: tok, sum: canary.TokenSHA256(tok), claims: claims, grant: g}
+	b.tasks[token] = t
 	b.mu.Unlock()
 	p.BrokerTaskToken, p.BrokerGrant = tok, &g
 	return nil
@@ -134,6 +146,46 @@ func (t *brokerTask) claimsData() map[string]string {
 		"lifetime_s": fmt.Sprint(int64(c.Lifetime() / time.Second)), "budget_s": fmt.Sprint(t.grant.BudgetSeconds)}
 }
 
+// revocationWatchPoll is how often the harness looks for the box's first
+// served use of a token it is to revoke.
+const revocationWatchPoll = 50 * time.Millisecond
+
+// watchRevocation plays the platform's response path for one task: once
+// the broker has served the box's first use of the token, the harness
+// revokes it (the platform's revoke call; for the reference broker, its
+// Revoke). It gives up after the task's budget. The returned stop ends
+// the watch and waits for it.
+func (b *brokerRun) watchRevocation(sum string, budget time.Duration) func() {
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		deadline := time.NewTimer(budget)
+		defer deadline.Stop()
+		tick := time.NewTicker(revocationWatchPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-deadline.C:
+				return
+			case <-tick.C:
+			}
+			for _, u := range b.tb.Uses(sum) {
+				if u.Action == "use" && u.Accepted && u.Remote != "harness" {
+					b.tb.Revoke(sum, "harness")
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
+}
+
 // brokerObserver gives the broker's record of the probe's task token:
 // broker:lifetime from what the broker minted, broker:scope from what it
 // accepted and refused during the run. broker:replay is gathered after
@@ -149,6 +201,11 @@ func brokerObserver(e *Engine, kind string, o observation) []evidence.Item {
 		return []evidence.Item{lifetimeItem(t)}
 	case "broker:scope":
 		return []evidence.Item{scopeItem(t, e.broker.tb.Uses(t.sum))}
+	case "broker:revocation":
+		if t.stop != nil {
+			t.stop()
+		}
+		return []evidence.Item{revocationItem(t, e.broker.tb.Uses(t.sum), e.broker.bound)}
 	}
 	return nil
 }
@@ -208,6 +265,49 @@ func scopeItem(t *brokerTask, uses []canary.BrokerUse) evidence.Item {
 	return it
 }
 
+// revocationItem measures, from the broker's record, how long the broker
+// kept honouring the token after the harness revoked it: a use it served
+// later than the bound after the revocation is escaped, naming the delay;
+// a refusal with nothing served past the bound is blocked, naming the
+// delay to the first refusal; no revocation or no later use indicates
+// nothing.
+func revocationItem(t *brokerTask, uses []canary.BrokerUse, bound time.Duration) evidence.Item {
+	it := evidence.Item{Source: brokerSource, Kind: "revocation", Data: t.claimsData()}
+	it.Data["bound_ms"] = fmt.Sprint(bound.Milliseconds())
+	var revokedAt, lastServed, firstRefused time.Time
+	served := 0
+	for _, u := range uses {
+		switch {
+		case u.Action == "revoke" && u.Remote == "harness" && revokedAt.IsZero():
+			revokedAt = u.Time
+		case revokedAt.IsZero() || u.Action != "use" || u.Remote == "harness":
+		case u.Accepted:
+			served++
+			lastServed = u.Time
+		case firstRefused.IsZero():
+			firstRefused = u.Time
+		}
+	}
+	it.Data["served_after_revocation"] = fmt.Sprint(served)
+	switch {
+	case revokedAt.IsZero():
+		it.Summary = "the harness did not revoke the token: the broker never served the box's use of it"
+	case served > 0 && lastServed.Sub(revokedAt) > bound:
+		d := lastServed.Sub(revokedAt)
+		it.Indicates = probes.Escaped
+		it.Data["delay_ms"] = fmt.Sprint(d.Milliseconds())
+		it.Summary = fmt.Sprintf("the broker still served the task's token %s after the harness revoked it (%d use(s)); the target's bound is %s", d.Round(time.Millisecond), served, bound)
+	case !firstRefused.IsZero():
+		d := firstRefused.Sub(revokedAt)
+		it.Indicates = probes.Blocked
+		it.Data["delay_ms"] = fmt.Sprint(d.Milliseconds())
+		it.Summary = fmt.Sprintf("the broker refused the task's token %s after the harness revoked it, within the target's bound of %s", d.Round(time.Millisecond), bound)
+	default:
+		it.Summary = "the harness revoked the token, but the box made no use of it after the bound to tell"
+	}
+	return it
+}
+
 // brokerAfterClose is the platform's teardown of the task's token and the
 // host's replay of it, once the probe's sandbox is gone: the reference
 // broker is told the task ended (the hardened one revokes its token, the
@@ -226,6 +326,9 @@ func (e *Engine) brokerAfterClose(spec probes.Spec, s *sandbox) []evidence.Item 
 	t := e.broker.task(token)
 	if t == nil {
 		return nil
+	}
+	if t.stop != nil {
+		t.stop()
 	}
 	e.broker.tb.EndTask(t.sum)
 	if !slices.Contains(kinds, "broker:replay") {

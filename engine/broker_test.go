@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
@@ -89,5 +90,51 @@ func TestBrokerRunUntestable(t *testing.T) {
 		if err := b.params(&p, "sctok", []string{spec.ID}); err != nil || p.BrokerTaskToken != "" {
 			t.Errorf("%s: a token was minted without a reference broker", name)
 		}
+	}
+}
+
+// TestBrokerRevocationControls plays the box's side of the revocation
+// probe against each reference broker: the harness revokes once the box's
+// first use is served; the hardened broker refuses the next use (blocked,
+// the delay measured), the weak one keeps serving it past the bound
+// (escaped, naming the delay and the bound).
+func TestBrokerRevocationControls(t *testing.T) {
+	spec, ok := probes.Lookup("secrets.broker-token-revocation")
+	if !ok {
+		t.Fatal("no revocation probe in the catalog")
+	}
+	for mode, want := range map[string]probes.Outcome{"weak": probes.Escaped, "hardened": probes.Blocked} {
+		t.Run(mode, func(t *testing.T) {
+			b, err := newBrokerRun(brokerTarget(t, "broker: {reference: "+mode+", revocation_bound: 300ms}\n"), nil, "run1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Engine{broker: b}
+			var p probes.Params
+			if err := b.params(&p, "sctok2", []string{spec.ID}); err != nil {
+				t.Fatal(err)
+			}
+			if p.BrokerGrant.RevocationBoundMillis != 300 {
+				t.Fatalf("bound %d", p.BrokerGrant.RevocationBoundMillis)
+			}
+			g := p.BrokerGrant
+			use := func() bool {
+				return b.tb.Use(p.BrokerTaskToken, g.Tenant, g.Resource, g.Operation, "10.0.0.2:1234").Accepted
+			}
+			if !use() {
+				t.Fatal("the first use was refused")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for use() && time.Now().Before(deadline) && (mode == "hardened" || time.Now().Before(deadline.Add(-4*time.Second))) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			items := brokerObserver(e, "broker:revocation", observation{spec: spec, token: "sctok2"})
+			if len(items) != 1 || items[0].Indicates != want || items[0].Data["delay_ms"] == "" {
+				t.Fatalf("revocation %+v, want %s", items, want)
+			}
+			if want == probes.Escaped && !strings.Contains(items[0].Summary, "the target's bound is 300ms") {
+				t.Errorf("summary %q", items[0].Summary)
+			}
+		})
 	}
 }

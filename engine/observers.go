@@ -41,7 +41,7 @@ var observers = map[string]observer{
 	"canary:metadata": canaryObserver, "canary:proxy": canaryObserver, "canary:sink": canaryObserver,
 	"runtime:execd-published": platformObserver,
 	// The broker's record (broker.go); replay is gathered after close.
-	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:replay": nil,
+	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:revocation": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
 		return []evidence.Item{e.inputsEvidence(k, o.token, o.self)}
 	},

@@ -171,6 +171,9 @@ type BrokerGrant struct {
 	OtherTenant   string `json:"other_tenant"`
 	// BudgetSeconds is the task's time budget.
 	BudgetSeconds int `json:"budget_seconds"`
+	// RevocationBoundMillis is how soon after the harness revokes the
+	// token the broker must refuse it (the target's revocation_bound).
+	RevocationBoundMillis int `json:"revocation_bound_ms,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

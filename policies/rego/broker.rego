@@ -74,3 +74,14 @@ broker_bound(i) if {
 	broker_data(i, "run") != ""
 	broker_data(i, "task") != ""
 }
+
+# A broker that kept honouring a revoked token past the target's bound,
+# with the delay the host measured.
+deny_broker_revocation_delay contains finding("no-ambient-cloud-identity", r.probe, msg) if {
+	some r in results
+	some i in broker_items(r, "revocation")
+	i.indicates == "escaped"
+	msg := sprintf("the broker still served the task's token (sha256 %s) %sms after the harness revoked it; the target's bound is %sms", [
+		broker_data(i, "token_sha256"), broker_data(i, "delay_ms"), broker_data(i, "bound_ms"),
+	])
+}

@@ -15,6 +15,10 @@ catalog := {
 			"category": "secrets", "criterion": "no-ambient-cloud-identity",
 			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:lifetime"],
 		},
+		"secrets.broker-token-revocation": {
+			"category": "secrets", "criterion": "no-ambient-cloud-identity",
+			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:revocation"],
+		},
 		"secrets.broker-token-replay": {
 			"category": "secrets", "criterion": "no-ambient-cloud-identity",
 			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:replay"],
@@ -85,4 +89,11 @@ test_replay_blocked_without_host_replay_is_unconfirmed if {
 test_replay_accepted_after_teardown_fails if {
 	rs := [res("secrets.broker-token-replay", "blocked", [item("replay", "escaped", claims("run-1", "sc02", "15"))])]
 	grade(rs, "no-ambient-cloud-identity").status == "fail"
+}
+
+test_revocation_ignored_names_the_delay if {
+	rs := [res("secrets.broker-token-revocation", "escaped", [item("revocation", "escaped", object.union(claims("run-1", "sc03", "20"), {"delay_ms": "7250", "bound_ms": "5000"}))])]
+	some f in findings(rs)
+	f.kind == "deny"
+	f.msg == "the broker still served the task's token (sha256 ab12) 7250ms after the harness revoked it; the target's bound is 5000ms"
 }

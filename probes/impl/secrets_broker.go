@@ -26,9 +26,10 @@ import (
 // broker's protocol (canary.BrokerObjectsPath, BrokerIntrospectPath).
 func init() {
 	register(map[string]Func{
-		"secrets.broker-token-lifetime": brokerTokenLifetime,
-		"secrets.broker-token-scope":    brokerTokenScope,
-		"secrets.broker-token-replay":   brokerTokenReplay,
+		"secrets.broker-token-lifetime":   brokerTokenLifetime,
+		"secrets.broker-token-scope":      brokerTokenScope,
+		"secrets.broker-token-replay":     brokerTokenReplay,
+		"secrets.broker-token-revocation": brokerTokenRevocation,
 	})
 }
 
@@ -242,6 +243,69 @@ func brokerTokenReplay(ctx context.Context, p probes.Params) probes.Result {
 	}
 	e.setInt("status", status)
 	return blocked("the box used its token during the run and keeps nothing else; the host's replay after teardown decides", e)
+}
+
+// revocationPoll is how often the revocation probe uses its token while
+// it waits for the harness's revocation to take effect.
+const revocationPoll = 250 * time.Millisecond
+
+// brokerTokenRevocation uses the task's token until the broker refuses
+// it: the harness revokes the token once the broker has served it, so a
+// refusal within the revocation bound (plus the poll's slack) is blocked
+// and a token still served after it is escaped. The host's record of the
+// revocation and of every later use settles the delay (broker:revocation).
+func brokerTokenRevocation(ctx context.Context, p probes.Params) probes.Result {
+	e := ev{}
+	t, why := taskToken(p, e)
+	if why != "" {
+		return inconclusive(why, e)
+	}
+	if p.BrokerAddr == "" {
+		return noAddress("tool broker", e)
+	}
+	bound := time.Duration(t.g.RevocationBoundMillis) * time.Millisecond
+	if bound <= 0 || bound > time.Minute {
+		return inconclusive("the harness named no revocation bound", e)
+	}
+	e.setf("bound_ms", "%d", bound.Milliseconds())
+	const id = "secrets.broker-token-revocation"
+	first, err := brokerObject(ctx, p, id, t, t.g.Operation, t.g.Tenant, t.g.Resource)
+	switch {
+	case err != nil && first == -1:
+		e.setErr("", err)
+		return blocked("no connection to the tool broker could be made", e)
+	case err != nil:
+		e.setErr("", err)
+		return inconclusive("a connection to the tool broker opened, but no answer came", e)
+	case first != http.StatusOK:
+		e.setInt("first_status", first)
+		return inconclusive("the token did not open its own grant before any revocation", e)
+	}
+	start := time.Now()
+	// The harness revokes after the broker served the first use; the loop
+	// waits for that, the bound and the poll's slack, and no longer.
+	deadline := start.Add(bound + 2*time.Second + revocationPoll)
+	uses := 1
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return inconclusive("the probe's time ran out while waiting for the revocation", e)
+		case <-time.After(revocationPoll):
+		}
+		status, err := brokerObject(ctx, p, id, t, t.g.Operation, t.g.Tenant, t.g.Resource)
+		uses++
+		if err != nil {
+			e.setErr("", err)
+			return inconclusive("the tool broker stopped answering while the probe waited for the revocation", e)
+		}
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
+			e.setInt("uses", uses)
+			e.setf("refused_after_ms", "%d", time.Since(start).Milliseconds())
+			return blocked(fmt.Sprintf("the broker refused the task's token %s after its first use (revocation bound %s)", time.Since(start).Round(10*time.Millisecond), bound), e)
+		}
+	}
+	e.setInt("uses", uses)
+	return escaped(fmt.Sprintf("the broker still served the task's token %s after its first use, past the revocation bound of %s", time.Since(start).Round(10*time.Millisecond), bound), e)
 }
 
 // brokerObject calls the broker's object of tenant/resource for the

@@ -94,3 +94,35 @@ func TestBrokerTokenProbesControls(t *testing.T) {
 		t.Errorf("no token: %s", r.Outcome)
 	}
 }
+
+// TestBrokerTokenRevocationProbe: with the harness revoking after the
+// first served use (played here), the probe is blocked against the
+// hardened broker and escaped against the weak one, which ignores the
+// revocation past the bound.
+func TestBrokerTokenRevocationProbe(t *testing.T) {
+	for mode, want := range map[canary.BrokerMode]probes.Outcome{canary.BrokerWeak: probes.Escaped, canary.BrokerHardened: probes.Blocked} {
+		t.Run(string(mode), func(t *testing.T) {
+			p, tb := brokerParams(t, mode, 15*time.Second)
+			p.BrokerGrant.RevocationBoundMillis = 300
+			sum := canary.TokenSHA256(p.BrokerTaskToken)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < 200; i++ {
+					for _, u := range tb.Uses(sum) {
+						if u.Action == "use" && u.Accepted {
+							tb.Revoke(sum, "harness")
+							return
+						}
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			r := brokerTokenRevocation(context.Background(), p)
+			<-done
+			if r.Outcome != want {
+				t.Errorf("%s: %s (%s)", mode, r.Outcome, r.Detail)
+			}
+		})
+	}
+}
