@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/canary"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -136,5 +137,27 @@ func TestBrokerRevocationControls(t *testing.T) {
 				t.Errorf("summary %q", items[0].Summary)
 			}
 		})
+	}
+}
+
+// TestBrokerScopeItem reads the broker's record of the box's uses: an
+// out-of-scope use it accepted is escaped, refusals alone are blocked, the
+// grant itself and the harness's own calls count for nothing.
+func TestBrokerScopeItem(t *testing.T) {
+	task := &brokerTask{sum: "ab", grant: brokerGrant}
+	g := brokerGrant
+	own := canary.BrokerUse{Action: "use", Tenant: g.Tenant, Resource: g.Resource, Operation: g.Operation, Accepted: true, Status: 200, Remote: "10.0.0.2:1"}
+	other := canary.BrokerUse{Action: "use", Tenant: g.OtherTenant, Resource: g.Resource, Operation: g.Operation, Status: 403, Remote: "10.0.0.2:1"}
+	harness := canary.BrokerUse{Action: "use", Tenant: g.Tenant, Resource: g.OtherResource, Operation: g.Operation, Accepted: true, Status: 200, Remote: "harness"}
+	if it := scopeItem(task, []canary.BrokerUse{own, harness}); it.Indicates != "" {
+		t.Errorf("own and harness uses: %+v", it)
+	}
+	if it := scopeItem(task, []canary.BrokerUse{own, other}); it.Indicates != probes.Blocked || it.Data["refused_out_of_scope"] != "1" {
+		t.Errorf("a refusal: %+v", it)
+	}
+	served := other
+	served.Accepted, served.Status = true, 200
+	if it := scopeItem(task, []canary.BrokerUse{own, other, served}); it.Indicates != probes.Escaped || !strings.Contains(it.Summary, "sandcheck-tenant-b/tickets: 200") {
+		t.Errorf("an accepted out-of-scope use: %+v", it)
 	}
 }
