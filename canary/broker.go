@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,9 @@ type Broker struct {
 	token string
 	open  bool
 	now   func() time.Time
+	// ref is the reference token broker serving the token paths beside
+	// BrokerPath (nil: none; see WithReference).
+	ref atomic.Pointer[TokenBroker]
 }
 
 // NewBroker returns a Broker requiring token. With open set it serves
@@ -38,8 +42,20 @@ func NewBroker(rec *Recorder, token string, open bool) *Broker {
 	return &Broker{rec: rec, token: token, open: open, now: time.Now}
 }
 
+// WithReference has the broker serve the reference token broker's paths
+// (objects, introspection, revocation) beside BrokerPath, on the same
+// address; it may be called while the broker serves. It returns b.
+func (b *Broker) WithReference(tb *TokenBroker) *Broker {
+	b.ref.Store(tb)
+	return b
+}
+
 // ServeHTTP answers one request.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tb := b.ref.Load(); tb != nil && tb.handles(r.URL.Path) {
+		tb.ServeHTTP(w, r)
+		return
+	}
 	hit := Hit{Time: b.now().UTC(), Service: ServiceBroker, Method: clip(r.Method), Path: clip(r.URL.RequestURI()),
 		Remote: r.RemoteAddr, Agent: clip(r.UserAgent()), Transport: "tcp"}
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {

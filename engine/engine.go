@@ -43,6 +43,7 @@ type Engine struct {
 	trace  *runTrace   // the eBPF tracer's part of the run (suites/trace.go)
 	out    *outputPath // the target's output release path (suites/output.go)
 	in     *inputsPath // the target's inputs folder (suites/inputs.go)
+	broker *brokerRun  // the target's broker (broker.go)
 
 	// The other host-side canaries (honey_canary.go).
 	proc      *canaryProc  // the canary process on the host
@@ -207,6 +208,9 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 			j.JoinHarness(e.net)
 		}
 	}
+	if e.broker, err = newBrokerRun(tg, e.net, runID); err != nil {
+		return nil, err
+	}
 	e.honey = newHoney(runID)
 	if e.hostHoney, err = e.honey.plantFile(e.runDir); err != nil {
 		return nil, err
@@ -287,6 +291,10 @@ func (e *Engine) Probe(ctx context.Context, spec probes.Spec) evidence.Result {
 		// The runner cannot carry the probe out: not tested, with the
 		// reason, which the policy never grades as a pass.
 		res.Outcome, res.Detail = probes.NotTested, probes.NotTestedReason(e.runner.Name(), missing)
+		return e.record(res, start)
+	}
+	if why := e.broker.untestableReason(spec); why != "" {
+		res.Outcome, res.Detail = probes.NotTested, why
 		return e.record(res, start)
 	}
 	if it, over := e.limitAboveMax(spec); over {
@@ -390,6 +398,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		sight := e.seePlant(ctx, spec, sb) // plant.go: the marker a box with an avenue needs
 		e.closeSandbox(sb)
 		res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, sight)...)
+		res.Evidence = append(res.Evidence, e.brokerAfterClose(spec, sb)...)
 		return err
 	}
 	reports, token, sb, err := e.runTask(ctx, name, []probes.Spec{spec}, marker, phase)
@@ -398,6 +407,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 	}
 	e.fill(spec, res, reports[spec.ID], token, sb)
 	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, nil)...)
+	res.Evidence = append(res.Evidence, e.brokerAfterClose(spec, sb)...)
 	return nil
 }
 
@@ -588,6 +598,9 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 	}
 	e.outputParams(&p, ids)
 	e.inputsParams(&p)
+	if err := e.broker.params(&p, token, ids); err != nil {
+		e.harnessError(err)
+	}
 	p.Bounds = e.limitBounds()
 	p.HangBefore = e.cfg.HangProbe
 	return p

@@ -42,6 +42,8 @@ var observers = map[string]observer{
 	"runtime:execd-published":   platformObserver,
 	"runtime:carryover-keyring": carryoverObserver, "runtime:carryover-processes": carryoverObserver, "runtime:carryover-scratch": carryoverObserver,
 	"runtime:scratch-limits": scratchLimitsObserver,
+	// The broker's record (broker.go); replay is gathered after close.
+	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:revocation": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
 		return []evidence.Item{e.inputsEvidence(k, o.token, o.self)}
 	},

@@ -158,6 +158,7 @@ func (n *Network) canaryKit(rec *canary.Recorder, log *slog.Logger) (*canary.Kit
 		return nil, fmt.Errorf("making the broker token: %w", err)
 	}
 	n.brokerToken = "scb" + hex.EncodeToString(bt)
+	n.toolBroker = canary.NewBroker(rec, n.brokerToken, n.openEgress())
 	return &canary.Kit{
 		Logger:      log,
 		Metadata:    n.meta,
@@ -167,7 +168,7 @@ func (n *Network) canaryKit(rec *canary.Recorder, log *slog.Logger) (*canary.Kit
 		Mirror:      canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RolePackageMirror}),
 		HostService: canary.NewSink(canary.SinkOptions{Recorder: rec, Logger: log, Role: RoleHostService}),
 		Proxy:       canary.NewProxy(canary.ProxyOptions{Recorder: rec, Logger: log, Owned: n.owns, Allow: n.proxyAllows}),
-		Broker:      canary.NewBroker(rec, n.brokerToken, n.openEgress()),
+		Broker:      n.toolBroker,
 	}, nil
 }
 
@@ -305,6 +306,10 @@ func (n *Network) BrokerAddr() string {
 // BrokerToken is the run's broker token, the scoped credential the
 // platform hands a brokered task.
 func (n *Network) BrokerToken() string { return n.brokerToken }
+
+// ToolBroker is the tool broker the network serves, for the engine to put
+// the reference token broker beside it (canary.Broker.WithReference).
+func (n *Network) ToolBroker() *canary.Broker { return n.toolBroker }
 
 // ProxyPort is the egress proxy's port on the gateway.
 const ProxyPort = 3128

@@ -117,8 +117,9 @@ type Network struct {
 	// neighbour is the neighbour sandbox's stand-in (neighbour.go); stopped
 	// with the canaries.
 	neighbour     *neighbour
-	neighbourLink string // its veth end, remembered for Leftovers
-	brokerToken   string // the tool broker's per-run token
+	neighbourLink string         // its veth end, remembered for Leftovers
+	brokerToken   string         // the tool broker's per-run token
+	toolBroker    *canary.Broker // the tool broker the canaries serve
 	kube          *canary.KubeAPI
 	kubeTokens    []string
 	// IPv6 (ipv6.go): the ip6tables fence, whether the bridge's IPv6

@@ -14,6 +14,7 @@ var Needs = []string{"network", "inspect", "task-launch", "host-pid", "cpu-meter
 // relies on ("" when it needs none beyond the harness itself). A catalog
 // entry naming any other kind fails to load.
 var hostKinds = map[string]string{
+	"broker:lifetime": "", "broker:replay": "", "broker:revocation": "", "broker:scope": "",
 	"agent-socket": "", "block-canary": "", "canary-process": "", "cpu-budget": "cpu-meter",
 	"environ-holder": "", "honeyfile": "", "honeytoken": "",
 	"inputs:intact": "", "inputs:read": "", "output:release": "", "output:workload": "",

@@ -147,6 +147,33 @@ type Params struct {
 	// probe blocked in the kernel would, so that a test can check how a
 	// hung task is cut. Empty in every real run.
 	HangBefore string `json:"hang_before,omitempty"`
+
+	// The broker probes' block (targets' broker:, engine/broker.go).
+
+	// BrokerTaskToken is the token the platform's broker minted for this
+	// task, as the platform hands it to the task (for the harness's
+	// reference broker; a harness-made test value). Empty: none.
+	BrokerTaskToken string `json:"broker_task_token,omitempty"`
+	// BrokerGrant is what that token was granted for and what the scope
+	// probe tries beyond it (nil: no broker declared).
+	BrokerGrant *BrokerGrant `json:"broker_grant,omitempty"`
+}
+
+// BrokerGrant is the grant behind a task's broker token, as the harness
+// made it: the one tenant, resource and operation it opens, the task's
+// budget it must not outlive, and a neighbour resource and another tenant,
+// both harness-made names, that it must not open.
+type BrokerGrant struct {
+	Tenant        string `json:"tenant"`
+	Resource      string `json:"resource"`
+	Operation     string `json:"operation"`
+	OtherResource string `json:"other_resource"`
+	OtherTenant   string `json:"other_tenant"`
+	// BudgetSeconds is the task's time budget.
+	BudgetSeconds int `json:"budget_seconds"`
+	// RevocationBoundMillis is how soon after the harness revokes the
+	// token the broker must refuse it (the target's revocation_bound).
+	RevocationBoundMillis int `json:"revocation_bound_ms,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.

@@ -207,6 +207,9 @@ func (v *validator) check(t *Target) {
 	if t.Attribution != nil {
 		v.checkAttribution(t.Attribution)
 	}
+	if t.Broker != nil {
+		v.checkBroker(t.Broker)
+	}
 	v.checkTasks(t)
 	if _, ok := sectionDecoder(t.Runner); ok {
 		// A runner whose package owns its section: its decoder checked it.

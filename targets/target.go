@@ -57,6 +57,8 @@ type Target struct {
 	// carry each sandbox's run, task and policy identity (nil: the
 	// sandboxes' labels must name sandcheck's run, target and task).
 	Attribution *Attribution `yaml:"attribution,omitempty"`
+	// Broker declares the platform's tool broker for the broker probes (nil: none; see Broker).
+	Broker *Broker `yaml:"broker,omitempty"`
 
 	// Section is the runner's own section (the key named as the runner),
 	// decoded and validated by the runner's package (set by Load for a

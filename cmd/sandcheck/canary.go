@@ -295,7 +295,13 @@ func canaryKit(o canaryOptions, rec *canary.Recorder, log *slog.Logger, out io.W
 			return nil, err
 		}
 		tok = "scb" + strings.TrimPrefix(tok, "sandcheck-sa-")
-		broker = canary.NewBroker(rec, tok, false)
+		// The reference token broker (hardened) serves beside the query
+		// path; its mint endpoint takes the printed broker token as admin key.
+		ref, err := canary.NewTokenBroker(canary.TokenBrokerOptions{Mode: canary.BrokerHardened, AdminKey: tok})
+		if err != nil {
+			return nil, err
+		}
+		broker = canary.NewBroker(rec, tok, false).WithReference(ref)
 		fmt.Fprintf(out, "broker_token: %s\n", tok)
 	}
 	var mirror netip.Addr

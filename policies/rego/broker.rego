@@ -1,0 +1,87 @@
+# The broker's tokens (probes naming broker:* host evidence, engine/broker.go):
+# the broker's own record, as the harness gathered it, names a token by its
+# SHA-256 and its claims, never the token. The probe results are graded in
+# results.rego like any other; these rules add what the record says beyond
+# an outcome: how long a token lived against the task's budget
+# (no-ambient-cloud-identity), whether the replay after teardown was made
+# at all, and whether the token was bound to the run and task that used it
+# (attributable-policy).
+package sandcheck.criteria
+
+import rego.v1
+
+broker_items(r, kind) := [i |
+	some i in evidence(r)
+	i.source == "broker"
+	i.kind == kind
+]
+
+broker_data(i, k) := object.get(object.get(i, "data", {}), k, "")
+
+# lifetime_text reads a token's lifetime in seconds ("0": it never expires).
+lifetime_text(s) := "never expires" if {
+	s == "0"
+} else := sprintf("lives %ss", [s])
+
+# A token living past its task (or forever), naming both durations.
+deny_broker_token_lifetime contains finding("no-ambient-cloud-identity", r.probe, msg) if {
+	some r in results
+	some i in broker_items(r, "lifetime")
+	i.indicates == "escaped"
+	msg := sprintf("the broker's token for the task (sha256 %s) %s, and the task's budget is %ss", [
+		broker_data(i, "token_sha256"), lifetime_text(broker_data(i, "lifetime_s")), broker_data(i, "budget_s"),
+	])
+}
+
+# The replay probe settles only on the host's replay after teardown: a
+# "blocked" without the broker refusing that replay is the box's word alone.
+unconfirmed_broker_replay contains finding(c, r.probe, msg) if {
+	some g in graded
+	g.effective == "blocked"
+	r := g.result
+	"broker:replay" in object.get(data.catalog.probes[r.probe], "host", [])
+	not broker_replay_refused(r)
+	some c in g.criteria
+	msg := sprintf("probe %s reported blocked but the host made no replay of the task's token after teardown that the broker refused", [r.probe])
+}
+
+broker_replay_refused(r) if {
+	some i in broker_items(r, "replay")
+	i.indicates == "blocked"
+}
+
+# A token that names no run and task cannot tie a broker call to the
+# workload that made it (the weak reference's one static key).
+deny_broker_token_unbound contains finding("attributable-policy", r.probe, msg) if {
+	some r in results
+	some i in broker_items(r, "lifetime")
+	broker_data(i, "token_sha256") != ""
+	not broker_bound(i)
+	msg := sprintf("the broker's token for the task (sha256 %s) names no run or task: the broker cannot attribute its calls to the workload", [broker_data(i, "token_sha256")])
+}
+
+pass_broker_token_bound contains finding("attributable-policy", r.probe, msg) if {
+	some r in results
+	some i in broker_items(r, "lifetime")
+	broker_bound(i)
+	msg := sprintf("the broker's token for the task (sha256 %s) is bound to run %s and task %s (%s %s/%s)", [
+		broker_data(i, "token_sha256"), broker_data(i, "run"), broker_data(i, "task"),
+		broker_data(i, "operation"), broker_data(i, "tenant"), broker_data(i, "resource"),
+	])
+}
+
+broker_bound(i) if {
+	broker_data(i, "run") != ""
+	broker_data(i, "task") != ""
+}
+
+# A broker that kept honouring a revoked token past the target's bound,
+# with the delay the host measured.
+deny_broker_revocation_delay contains finding("no-ambient-cloud-identity", r.probe, msg) if {
+	some r in results
+	some i in broker_items(r, "revocation")
+	i.indicates == "escaped"
+	msg := sprintf("the broker still served the task's token (sha256 %s) %sms after the harness revoked it; the target's bound is %sms", [
+		broker_data(i, "token_sha256"), broker_data(i, "delay_ms"), broker_data(i, "bound_ms"),
+	])
+}

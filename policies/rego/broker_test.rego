@@ -1,0 +1,99 @@
+# Tests of broker.rego: the lifetime finding names both durations, a
+# replay probe's "blocked" needs the host's refused replay, and a token
+# without run and task fails attributable-policy.
+package sandcheck.broker_test
+
+import rego.v1
+
+import data.sandcheck.release
+import data.sandcheck.test.fixtures
+
+catalog := {
+	"criteria": data.sandcheck.results_test.catalog.criteria,
+	"probes": {
+		"secrets.broker-token-lifetime": {
+			"category": "secrets", "criterion": "no-ambient-cloud-identity",
+			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:lifetime"],
+		},
+		"secrets.broker-token-revocation": {
+			"category": "secrets", "criterion": "no-ambient-cloud-identity",
+			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:revocation"],
+		},
+		"secrets.broker-token-replay": {
+			"category": "secrets", "criterion": "no-ambient-cloud-identity",
+			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:replay"],
+		},
+	},
+}
+
+claims(run, task, lifetime) := {
+	"token_sha256": "ab12", "run": run, "task": task, "lifetime_s": lifetime, "budget_s": "15",
+	"tenant": "sandcheck-tenant-a", "resource": "tickets", "operation": "read",
+}
+
+res(id, outcome, items) := {
+	"probe": id, "category": "secrets", "criterion": "no-ambient-cloud-identity", "severity": "high",
+	"outcome": outcome, "expected": "blocked", "detail": "d", "seconds": 0.1,
+	"evidence": array.concat([{"source": "probe", "kind": "self", "summary": "s"}], items),
+}
+
+item(kind, indicates, d) := {"source": "broker", "kind": kind, "summary": "s", "indicates": indicates, "data": d}
+
+record(results) := object.union(fixtures.record_base, {"results": results})
+
+findings(results) := {f | some f in release.findings with input as record(results) with data.catalog as catalog}
+
+grade(results, id) := g if {
+	v := release.verdict with input as record(results) with data.catalog as catalog
+	some g in v.criteria
+	g.id == id
+}
+
+hardened := [
+	res("secrets.broker-token-lifetime", "blocked", [item("lifetime", "blocked", claims("run-1", "sc01", "15"))]),
+	res("secrets.broker-token-replay", "blocked", [item("replay", "blocked", object.union(claims("run-1", "sc02", "15"), {"reason": "revoked"}))]),
+]
+
+test_hardened_broker_passes if {
+	g := grade(hardened, "no-ambient-cloud-identity")
+	g.status == "pass"
+	a := grade(hardened, "attributable-policy")
+	some r in a.reasons
+	contains(r, "is bound to run run-1 and task sc01 (read sandcheck-tenant-a/tickets)")
+}
+
+test_long_lifetime_names_both_durations if {
+	rs := [res("secrets.broker-token-lifetime", "blocked", [item("lifetime", "escaped", claims("run-1", "sc01", "86400"))])]
+	some f in findings(rs)
+	f.kind == "deny"
+	f.msg == "the broker's token for the task (sha256 ab12) lives 86400s, and the task's budget is 15s"
+	grade(rs, "no-ambient-cloud-identity").status == "fail"
+}
+
+test_weak_static_key_fails_both if {
+	rs := [res("secrets.broker-token-lifetime", "escaped", [item("lifetime", "escaped", claims("", "", "0"))])]
+	some f in findings(rs)
+	f.msg == "the broker's token for the task (sha256 ab12) never expires, and the task's budget is 15s"
+	grade(rs, "attributable-policy").status == "fail"
+	grade(rs, "no-ambient-cloud-identity").status == "fail"
+}
+
+test_replay_blocked_without_host_replay_is_unconfirmed if {
+	rs := [res("secrets.broker-token-replay", "blocked", [])]
+	some f in findings(rs)
+	f.kind == "unconfirmed"
+	f.probe == "secrets.broker-token-replay"
+	grade(rs, "no-ambient-cloud-identity").status != "pass"
+}
+
+test_replay_accepted_after_teardown_fails if {
+	rs := [res("secrets.broker-token-replay", "blocked", [item("replay", "escaped", claims("run-1", "sc02", "15"))])]
+	grade(rs, "no-ambient-cloud-identity").status == "fail"
+}
+
+test_revocation_ignored_names_the_delay if {
+	rs := [res("secrets.broker-token-revocation", "escaped", [item("revocation", "escaped", object.union(claims("run-1", "sc03", "20"), {"delay_ms": "7250", "bound_ms": "5000"}))])]
+	some f in findings(rs)
+	f.kind == "deny"
+	f.msg == "the broker still served the task's token (sha256 ab12) 7250ms after the harness revoked it; the target's bound is 5000ms"
+}
