@@ -16,9 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/onsi/ginkgo/v2/types"
-
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/internal/labelfilter"
 	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/probebin"
 	"github.com/sandcheck/sandcheck/probes"
@@ -34,7 +33,8 @@ type Config struct {
 	ProbeBinary string
 	// Probes is a glob over probe IDs ("" = all).
 	Probes string
-	// LabelFilter is a Ginkgo label expression ("" = all).
+	// LabelFilter is a label expression in Ginkgo's syntax ("" = all; see
+	// internal/labelfilter).
 	LabelFilter string
 	// Formats are the report formats to write.
 	Formats []string
@@ -138,9 +138,9 @@ func Select(glob, labelFilter string) ([]probes.Spec, error) {
 				return nil, fmt.Errorf("label filter %q: unknown label %q (known: %s)", labelFilter, tok, strings.Join(probes.Labels(), ", "))
 			}
 		}
-		f, err := types.ParseLabelFilter(labelFilter)
+		f, err := labelfilter.Parse(labelFilter)
 		if err != nil {
-			return nil, fmt.Errorf("label filter %q: %w", labelFilter, err)
+			return nil, err
 		}
 		match = f
 	}

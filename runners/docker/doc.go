@@ -1,6 +1,8 @@
 // Package docker is the docker runner: each sandbox is one container started
-// through testcontainers-go on the local Docker engine, under the runc or
-// runsc (gVisor) runtime, configured from the target file's docker section.
+// through the Docker Engine client (github.com/moby/moby/client) on the local
+// engine, under the runc or runsc (gVisor) runtime, configured from the target
+// file's docker section. The engine is the one DOCKER_HOST names, or the
+// default socket, as for `sandcheck doctor`.
 //
 // The container's PID 1 is the probe binary's sleeper
 // (`/.sandcheck/sandcheck-probe hold --max <bound>`), bind-mounted read-only
@@ -12,16 +14,12 @@
 //   - Images are never pulled. They are built or loaded locally; a missing
 //     image is an error (ErrImageNotFound), and containers are created from
 //     the image ID that was checked, so a moving tag cannot swap the image.
-//   - testcontainers-go's reaper stays off. Before it first talks to the
-//     engine, the package sets TESTCONTAINERS_RYUK_DISABLED=true when the
-//     variable is unset, and it refuses to work if the reaper is enabled
-//     anyway: the reaper is pulled from a registry and runs with the engine
-//     socket.
-//   - What testcontainers-go might add on its own (host port bindings for
-//     ports the image exposes, extra networks) is checked after the container
-//     is created and refused.
+//   - The container is created exactly as the target describes it, and what
+//     the engine made of the request is checked before it starts: host port
+//     bindings (for ports the image exposes) and networks other than the one
+//     asked for are refused.
 //   - Everything read from a sandbox (exec output, logs) is bounded.
 //
-// testcontainers-go logs through a process-wide logger; the package routes
-// it to slog.Default at debug level the first time it talks to the engine.
+// testcontainers-go is for the tests only (stand-in servers, registries);
+// the package does not link it.
 package docker

@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // ErrImageNotFound means the image is not in the local engine. sandcheck never
@@ -20,59 +16,33 @@ import (
 var ErrImageNotFound = errors.New("image not found locally (sandcheck never pulls images: build or load it first)")
 
 var (
-	sharedMu  sync.Mutex
-	shared    *testcontainers.DockerClient
-	routeOnce sync.Once
+	sharedMu sync.Mutex
+	shared   *client.Client
 )
 
-// engine returns the package's one engine client, resolved the way
-// testcontainers-go resolves it (its properties file, DOCKER_HOST, the
-// Docker context, the default socket) with the API version negotiated down
-// to the engine's. A failure is not remembered: the next call tries again.
-func engine(ctx context.Context) (*testcontainers.DockerClient, error) {
+// engine returns the package's one engine client, reached through
+// DOCKER_HOST (with DOCKER_API_VERSION, DOCKER_CERT_PATH and
+// DOCKER_TLS_VERIFY) or the default socket, as `sandcheck doctor` reaches
+// it, with the API version negotiated down to the engine's on a first ping.
+// A failure is not remembered: the next call tries again.
+func engine(ctx context.Context) (*client.Client, error) {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if shared != nil {
 		return shared, nil
 	}
-	if err := checkTestcontainersConfig(); err != nil {
-		return nil, err
-	}
-	routeOnce.Do(func() { tclog.SetDefault(tcLogger{}) })
-	// The client negotiates the API version on its first request.
-	c, err := testcontainers.NewDockerClientWithOpts(ctx)
+	c, err := client.New(client.FromEnv)
 	if err != nil {
 		return nil, fmt.Errorf("docker engine not reachable at %s: %w", configuredHost(), err)
 	}
-	// testcontainers-go falls back to the default socket when DOCKER_HOST
-	// does not answer; a user who named an engine must get that engine or
-	// an error, never another one.
-	if h := os.Getenv("DOCKER_HOST"); h != "" && c.DaemonHost() != h {
+	// Ping now, so an engine that is not there fails within ctx with the
+	// address tried, and every later call uses the negotiated version.
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("docker engine not reachable at DOCKER_HOST=%s (refusing to fall back to %s)", h, c.DaemonHost())
+		return nil, fmt.Errorf("docker engine not reachable at %s: %w", c.DaemonHost(), err)
 	}
 	shared = c
 	return c, nil
-}
-
-// checkTestcontainersConfig turns testcontainers-go's reaper off unless the
-// environment already decided, and refuses settings that would make it pull
-// images.
-func checkTestcontainersConfig() error {
-	const ryuk = "TESTCONTAINERS_RYUK_DISABLED"
-	if _, set := os.LookupEnv(ryuk); !set {
-		if err := os.Setenv(ryuk, "true"); err != nil {
-			return fmt.Errorf("setting %s: %w", ryuk, err)
-		}
-	}
-	cfg := testcontainers.ReadConfig()
-	if !cfg.RyukDisabled {
-		return fmt.Errorf("testcontainers-go's reaper is enabled (%s or ryuk.disabled in ~/.testcontainers.properties): sandcheck needs it off, the reaper image would be pulled and run with the engine socket", ryuk)
-	}
-	if cfg.Config.HubImageNamePrefix != "" {
-		return fmt.Errorf("testcontainers-go's hub image prefix is set (%q): it would rename local images and pull them; unset it", cfg.Config.HubImageNamePrefix)
-	}
-	return nil
 }
 
 // configuredHost names the engine address for errors when no client exists.
@@ -100,11 +70,7 @@ func Ping(ctx context.Context) error {
 // negotiated), for harness code that must talk to the same engine, such as
 // creating the harness network.
 func Client(ctx context.Context) (*client.Client, error) {
-	c, err := engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.Client, nil
+	return engine(ctx)
 }
 
 // ImageDigest returns the local image's ID (sha256:...), the content digest
@@ -134,17 +100,4 @@ func imageID(ctx context.Context, c client.APIClient, ref string) (string, error
 		return "", fmt.Errorf("inspecting image %s: the engine gave no image ID", ref)
 	}
 	return img.ID, nil
-}
-
-// tcLogger routes testcontainers-go's messages to slog at debug level; a nil
-// logger means slog.Default at the time of the call.
-type tcLogger struct{ l *slog.Logger }
-
-// Printf implements testcontainers-go's log.Logger.
-func (t tcLogger) Printf(format string, v ...any) {
-	l := t.l
-	if l == nil {
-		l = slog.Default()
-	}
-	l.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "from", "testcontainers-go")
 }

@@ -4,19 +4,19 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
-
-	"github.com/sandcheck/sandcheck/runners"
 )
 
-// TestNamedNetwork joins a sandbox to a network named by the harness, and
-// refuses an image whose exposed ports testcontainers-go would publish on the
-// host. The network is internal and carries no traffic.
+// TestNamedNetwork joins a sandbox to a network named by the harness; an
+// image that exposes a port starts there with nothing published on the host,
+// and a container that does carry host port bindings is refused. The network
+// is internal and carries no traffic.
 func TestNamedNetwork(t *testing.T) {
 	requireEngine(t)
 	ctx := context.Background()
@@ -53,12 +53,44 @@ func TestNamedNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb2, err := r.Start(ctx, spec)
-	if err == nil {
-		sb2.Close(ctx)
-		t.Fatal("a sandbox whose image exposes a port started on a named network")
+	if err != nil {
+		t.Fatalf("a sandbox whose image exposes a port did not start: %v", err)
 	}
-	if !errors.Is(err, runners.ErrStart) || !strings.Contains(err.Error(), "published") {
-		t.Errorf("error %q, want ErrStart about published ports", err)
+	t.Cleanup(func() { _ = sb2.Close(context.Background()) })
+	in, err := cli.ContainerInspect(ctx, sb2.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := in.Container.HostConfig; hc == nil || len(hc.PortBindings) > 0 || hc.PublishAllPorts {
+		t.Errorf("the exposed port was set up for publishing on the host: %+v", hc)
+	}
+	if ns := in.Container.NetworkSettings; ns != nil {
+		for p, b := range ns.Ports {
+			if len(b) > 0 {
+				t.Errorf("port %s is published on the host: %v", p, b)
+			}
+		}
+	}
+
+	// A container with a host port binding (created, never started, so
+	// nothing is bound) must be refused by the check Start runs.
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:   "sandcheck-test-bound-" + mark,
+		Config: &container.Config{Image: exposed, Labels: map[string]string{labelTest: mark}},
+		HostConfig: &container.HostConfig{
+			NetworkMode:  container.NetworkMode(netName),
+			PortBindings: network.PortMap{network.MustParsePort("8080/tcp"): {{HostPort: "0"}}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("creating a container with a port binding: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = cli.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+	})
+	err = checkCreated(ctx, cli, res.ID, netName)
+	if err == nil || !strings.Contains(err.Error(), "published") {
+		t.Errorf("checkCreated on a container with a host port binding: %v, want a refusal about published ports", err)
 	}
 }
 

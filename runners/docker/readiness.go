@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/testcontainers/testcontainers-go/wait"
+	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -18,31 +18,26 @@ const (
 	readyExecTimeout = 10 * time.Second
 )
 
-// readiness is the wait strategy: the container runs and the probe binary
-// answers `list`. A container that stopped fails at once.
-type readiness struct{ sb *Sandbox }
-
-var _ wait.Strategy = readiness{}
-
-// String names the strategy in testcontainers-go's log.
-func (w readiness) String() string { return probePath + " list" }
-
-// WaitUntilReady implements wait.Strategy; the context bounds it (Start's
-// timeout).
-func (w readiness) WaitUntilReady(ctx context.Context, target wait.StrategyTarget) error {
+// waitReady returns once the container runs and the probe binary answers
+// `list` in it. A container that stopped fails at once; ctx bounds the rest
+// (Start's timeout), and the error then carries the last attempt that the
+// deadline did not cut short.
+func waitReady(ctx context.Context, cli client.APIClient, sb *Sandbox) error {
 	last := errors.New("no attempt finished")
 	for {
-		st, err := target.State(ctx)
+		res, err := cli.ContainerInspect(ctx, sb.id, client.ContainerInspectOptions{})
 		switch {
 		case ctx.Err() != nil:
 			// Keep the last attempt that the deadline did not cut short.
 		case err != nil:
 			last = fmt.Errorf("reading container state: %w", err)
-		case !st.Running:
+		case res.Container.State == nil:
+			last = errors.New("reading container state: the engine gave none")
+		case !res.Container.State.Running:
 			// Start's error adds the state and the last log lines.
 			return errors.New("the container stopped before it was ready")
 		default:
-			err := runners.ProbeAnswers(ctx, w.sb, readyExecTimeout)
+			err := runners.ProbeAnswers(ctx, sb, readyExecTimeout)
 			if err == nil {
 				return nil
 			}

@@ -1,13 +1,9 @@
 package docker
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
-
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
@@ -41,9 +37,6 @@ type Runner struct {
 	// internal): the runner then lacks the "network" capability, so the
 	// engine leaves network probes not-tested instead of running them.
 	unconfined bool
-
-	mu   sync.Mutex
-	prov *testcontainers.DockerProvider
 }
 
 // Option configures a Runner.
@@ -105,29 +98,4 @@ func (r *Runner) HostCPUClock() bool { return r.cfg.Runtime == "runc" }
 func (r *Runner) Capabilities() runners.Capabilities {
 	return runners.Capabilities{Network: !r.unconfined, Inspect: true, ProbeDelivery: true,
 		TaskLaunch: true, HostPID: true, CPUMeter: true, Residue: true}
-}
-
-// provider returns the runner's testcontainers-go provider, creating it on
-// first use. The engine is reached through the package's shared client first,
-// so an engine that is not there fails within ctx.
-func (r *Runner) provider(ctx context.Context) (*testcontainers.DockerProvider, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.prov != nil {
-		return r.prov, nil
-	}
-	cli, err := engine(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(tcLogger{r.log}))
-	if err != nil {
-		return nil, fmt.Errorf("creating testcontainers-go provider: %w", err)
-	}
-	// One client (and one negotiated API version) for everything the
-	// package does.
-	_ = p.Close()
-	p.SetClient(cli)
-	r.prov = p
-	return p, nil
 }

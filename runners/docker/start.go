@@ -14,8 +14,6 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -59,11 +57,10 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	if err != nil {
 		return nil, err
 	}
-	prov, err := r.provider(ctx)
+	cli, err := engine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cli := prov.Client()
 	unconfined := unconfinedNetwork(ctx, cli, network, spec.Network)
 	if unconfined && len(spec.Command) > 0 {
 		// A task sandbox's first process is the probe itself.
@@ -71,8 +68,8 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 			return nil, err
 		}
 	}
-	// testcontainers-go pulls a missing image; checking first keeps sandcheck
-	// from ever pulling, and the ID pins the image that was checked.
+	// The engine creates from the ID that was checked: a missing image is
+	// an error here, never a pull, and a moving tag cannot swap the image.
 	id, err := imageID(ctx, cli, r.image)
 	if err != nil {
 		return nil, err
@@ -86,42 +83,52 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 
 	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name), unconfined: unconfined}
 	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
-	var ready wait.Strategy = readiness{sb: sb}
-	if len(spec.Command) > 0 {
+	task := len(spec.Command) > 0
+	if task {
 		// A task sandbox: its first process is the task, which may end at
 		// once, so readiness is only "started" and Wait collects the rest.
-		entry, ready = spec.Command, nil
+		entry = spec.Command
 	}
-	req := testcontainers.ContainerRequest{
+	cfg := &container.Config{
 		Image:      id,
-		Name:       name,
 		Labels:     labels,
 		Entrypoint: entry,
-		ConfigModifier: func(c *container.Config) {
-			c.User = r.cfg.User
-			c.Env = env
-			c.Hostname = spec.Hostname
-		},
-		HostConfigModifier: func(h *container.HostConfig) { *h = *hc },
-		WaitingFor:         ready,
-		LifecycleHooks: []testcontainers.ContainerLifecycleHooks{{
-			PostCreates: []testcontainers.ContainerHook{func(ctx context.Context, c testcontainers.Container) error {
-				return checkCreated(ctx, cli, c.GetContainerID(), network)
-			}},
-		}},
+		User:       r.cfg.User,
+		Env:        env,
+		Hostname:   spec.Hostname,
 	}
 	r.log.Debug("creating sandbox", "name", name, "image", r.image, "image_id", id, "runtime", r.cfg.Runtime, "network", network)
-	ctr, err := prov.CreateContainer(ctx, req)
-	if err == nil {
-		sb.id = ctr.GetContainerID()
-		err = ctr.Start(ctx)
-	}
-	if err != nil {
+	if err := create(ctx, cli, sb, cfg, hc, network); err != nil {
 		return nil, r.startFailed(ctx, cli, name, err)
+	}
+	if !task {
+		if err := waitReady(ctx, cli, sb); err != nil {
+			return nil, r.startFailed(ctx, cli, name, err)
+		}
 	}
 	sb.recordLayout(ctx, r.maxLife)
 	r.log.Debug("sandbox ready", "name", name, "id", sb.id)
 	return sb, nil
+}
+
+// create creates the container, checks what the engine made of the request
+// and starts it, recording the ID in sb as soon as there is one.
+func create(ctx context.Context, cli client.APIClient, sb *Sandbox, cfg *container.Config, hc *container.HostConfig, network string) error {
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: sb.name})
+	if err != nil {
+		return fmt.Errorf("creating the container: %w", err)
+	}
+	sb.id = res.ID
+	for _, w := range res.Warnings {
+		sb.log.Debug("engine warning on create", "warning", w)
+	}
+	if err := checkCreated(ctx, cli, res.ID, network); err != nil {
+		return err
+	}
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("starting the container: %w", err)
+	}
+	return nil
 }
 
 // startFailed describes and removes a container that did not become ready.
@@ -155,9 +162,10 @@ func (r *Runner) startFailed(ctx context.Context, cli client.APIClient, name str
 	return err
 }
 
-// checkCreated refuses what testcontainers-go may add on its own: host port
-// bindings for ports the image exposes, and networks other than the one
-// asked for.
+// checkCreated refuses a container that is not what was asked for: host
+// port bindings (for ports the image exposes, say), and networks other than
+// the one asked for. The request sets neither; the check keeps it so should
+// the engine or a plugin add them on its own.
 func checkCreated(ctx context.Context, cli client.APIClient, id, network string) error {
 	res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
@@ -167,12 +175,15 @@ func checkCreated(ctx context.Context, cli client.APIClient, id, network string)
 	if c.HostConfig == nil || string(c.HostConfig.NetworkMode) != network {
 		return fmt.Errorf("the new container is not in network %s", network)
 	}
+	if c.HostConfig.PublishAllPorts {
+		return errors.New("the new container publishes all its exposed ports on the host; refusing")
+	}
 	if network != "none" && len(c.HostConfig.PortBindings) > 0 {
 		ports := make([]string, 0, len(c.HostConfig.PortBindings))
 		for p := range c.HostConfig.PortBindings {
 			ports = append(ports, p.String())
 		}
-		return fmt.Errorf("testcontainers-go published the image's exposed ports %v on the host; refusing", ports)
+		return fmt.Errorf("the engine published ports %v on the host; refusing", ports)
 	}
 	if c.NetworkSettings != nil {
 		for n := range c.NetworkSettings.Networks {

@@ -123,7 +123,7 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 	errs = append(errs, err)
 	lctx, cancel := context.WithTimeout(ctx, opts.LockWait)
 	defer cancel()
-	r, err = netharness.SweepNotify(lctx, c.Client, opts.OnLockWait)
+	r, err = netharness.SweepNotify(lctx, c, opts.OnLockWait)
 	removed = append(removed, r...)
 	switch {
 	case err != nil && lctx.Err() != nil && ctx.Err() == nil:
