@@ -20,9 +20,8 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # binaries run one at a time (-p 1); `lint` runs first and, compiling in
 # parallel, warms the build cache for them.
 GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
-# Ryuk (testcontainers' reaper) would need an image pull; tests clean up after
-# themselves. SANDCHECK_BIN is where the e2e specs find the probe binary.
-E2E_ENV = TESTCONTAINERS_RYUK_DISABLED=true SANDCHECK_BIN=$(abspath $(BIN))
+# SANDCHECK_BIN is where the e2e specs find the probe binary.
+E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
 
 .PHONY: help setup setup-run build probe-embed release images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster

@@ -38,7 +38,7 @@ type runtimeInfo struct {
 
 var errImageNotFound = errors.New("image not found")
 
-// mobyEngine reaches the engine the way testcontainers does (DOCKER_HOST or
+// mobyEngine reaches the engine the way the docker runner does (DOCKER_HOST or
 // the default socket), so the doctor sees what the docker runner will see.
 type mobyEngine struct {
 	c *client.Client
