@@ -15,9 +15,9 @@ import (
 
 // wrapperLabels selects the probes the wrapper references are held to in
 // e2e: the privilege and host categories, where root and user runs differ
-// and the wrappers' settings show. The whole catalog through srt takes
-// minutes (a Node.js start per invocation), past this file's budget; the
-// other categories are the matrix's.
+// and the wrappers' settings show. The other categories are the matrix's
+// and the bench's (BenchmarkWrapperSrtCatalog: the whole catalog through
+// srt).
 const wrapperLabels = "privilege || host"
 
 // wrapperReference is one wrapper reference target and what it is held
