@@ -147,6 +147,15 @@ type Params struct {
 	// probe blocked in the kernel would, so that a test can check how a
 	// hung task is cut. Empty in every real run.
 	HangBefore string `json:"hang_before,omitempty"`
+
+	// WrapperProxy says the target declares that its wrapper filters the
+	// box's egress through a proxy of its own (a wrapper target's network:
+	// proxy, such as srt's HTTP proxy enforcing its allowed domains), which
+	// the wrapper names to the box in HTTP_PROXY, HTTPS_PROXY or ALL_PROXY:
+	// the proxy-path probes (egress.wrapper-proxy-ip,
+	// metadata.wrapper-proxy) send the harness's outside and metadata
+	// addresses through it, beside the direct path the other probes try.
+	WrapperProxy bool `json:"wrapper_proxy,omitempty"`
 }
 
 // HoneyPrefix starts the name of every honeyfile the harness plants on the host.
