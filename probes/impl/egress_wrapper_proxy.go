@@ -51,12 +51,18 @@ var errNoProxy = errors.New("the box's environment names no HTTP proxy")
 // findBoxProxy reads the first HTTP proxy the environment names. Only a
 // proxy on loopback is used (the wrapper's, inside the box's own network):
 // the probe never dials an address the harness did not hand it or the box
-// does not hold itself.
-func findBoxProxy(e ev) (boxProxy, error) {
+// does not hold itself. The harness's own egress proxy (p.ProxyAddr, which
+// the harness names to every sandbox on its network) is not the wrapper's:
+// egress.connect-proxy tries that one.
+func findBoxProxy(p probes.Params, e ev) (boxProxy, error) {
 	var skipped []string
 	for _, k := range proxyEnv {
 		v := os.Getenv(k)
 		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err == nil && p.ProxyAddr != "" && u.Host == p.ProxyAddr {
+			e.set("harness_proxy_env", k)
 			continue
 		}
 		bp, err := parseBoxProxy(v)
@@ -116,7 +122,7 @@ func noBoxProxy(p probes.Params, err error, e ev) probes.Result {
 		return inconclusive("the target says its wrapper filters through a proxy, but "+err.Error()+": nothing was sent", e)
 	}
 	if errors.Is(err, errNoProxy) {
-		return blocked("the box's environment names no proxy and the target declares none: there is no proxy path out", e)
+		return blocked("the box's environment names no proxy of the wrapper's and the target declares none: there is no proxy path out", e)
 	}
 	return inconclusive(err.Error()+": nothing was sent", e)
 }
@@ -226,7 +232,7 @@ func wrapperProxyIP(ctx context.Context, p probes.Params) probes.Result {
 	if p.OutsideAddr == "" {
 		return noAddress("outside address", e)
 	}
-	bp, err := findBoxProxy(e)
+	bp, err := findBoxProxy(p, e)
 	if err != nil {
 		return noBoxProxy(p, err, e)
 	}
@@ -271,7 +277,7 @@ func wrapperProxyIP(ctx context.Context, p probes.Params) probes.Result {
 func wrapperProxyMetadata(ctx context.Context, p probes.Params) probes.Result {
 	const probe = "metadata.wrapper-proxy"
 	e := ev{}
-	bp, err := findBoxProxy(e)
+	bp, err := findBoxProxy(p, e)
 	if err != nil {
 		return noBoxProxy(p, err, e)
 	}

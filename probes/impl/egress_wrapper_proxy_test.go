@@ -146,6 +146,7 @@ func TestWrapperProxyNotUsed(t *testing.T) {
 		want    probes.Outcome
 	}{
 		{"none", nil, false, probes.Blocked},
+		{"harness-proxy", map[string]string{"HTTP_PROXY": "http://" + ln.Addr().String()}, false, probes.Blocked},
 		{"none-declared", nil, true, probes.Inconclusive},
 		// 0.0.0.0 is no loopback address to the check, and were it dialled
 		// by mistake the connection would stay on this machine.
@@ -156,6 +157,7 @@ func TestWrapperProxyNotUsed(t *testing.T) {
 			setProxyEnv(t, tc.env)
 			q := p
 			q.WrapperProxy = tc.declare
+			q.ProxyAddr = ln.Addr().String() // the harness's own, not the wrapper's
 			for _, f := range []Func{wrapperProxyIP, wrapperProxyMetadata} {
 				r := f(t.Context(), q)
 				if r.Outcome != tc.want || r.Evidence["sent"] != "false" {
