@@ -55,6 +55,11 @@ func TestReferencesDecode(t *testing.T) {
 				t.Logf("%s: %v (make setup installs the wrappers)", f, err)
 				continue
 			}
+			if strings.Contains(err.Error(), `user "sandcheck-agent" does not exist`) && os.Getenv("CI") != "true" {
+				// e2e makes the account when missing; make setup does not yet.
+				t.Logf("%s: %v (useradd --system --no-create-home --shell /bin/sh sandcheck-agent)", f, err)
+				continue
+			}
 			t.Errorf("%s: %v", f, err)
 			continue
 		}

@@ -50,7 +50,9 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 
 // UsesHarnessNetwork reports whether the target's network is the harness's
 // (harness, or proxy: the wrapper's own proxy on the harness network).
-func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" || r.cfg.Network == "proxy" }
+func (r *Runner) UsesHarnessNetwork() bool {
+	return r.cfg.Network == "harness" || r.cfg.Network == "proxy"
+}
 
 // FillParams implements runners.ParamsFiller: with network proxy the
 // probes are told that the wrapper filters through a proxy of its own,
