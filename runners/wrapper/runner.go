@@ -127,10 +127,11 @@ func (r *Runner) HostCPUClock() bool { return true }
 // Capabilities: the wrapper can be put on the harness network (when the
 // target says so), a task can be a wrapper invocation of its own, and the
 // host meters its CPU through the cgroup; the probe folder is delivered
-// read-only. No runtime view (a wrapper has no runtime to ask) and no host
+// read-only; after Close it looks for what the box left on the host
+// (residue.go). No runtime view (a wrapper has no runtime to ask) and no host
 // PID (no process of the sandbox lives between invocations).
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true}
+	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true, Residue: true}
 }
 
 // Sandbox is one wrapper sandbox: its folder, cgroup and network
