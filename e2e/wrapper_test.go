@@ -15,9 +15,9 @@ import (
 
 // wrapperLabels selects the probes the wrapper references are held to in
 // e2e: the privilege and host categories, where root and user runs differ
-// and the wrappers' settings show. The whole catalog through srt takes
-// minutes (a Node.js start per invocation), past this file's budget; the
-// other categories are the matrix's.
+// and the wrappers' settings show. The other categories are the matrix's
+// and the bench's (BenchmarkWrapperSrtCatalog: the whole catalog through
+// srt).
 const wrapperLabels = "privilege || host"
 
 // wrapperReference is one wrapper reference target and what it is held
@@ -83,6 +83,11 @@ var wrapperReferences = []wrapperReference{
 		"privilege.dangerous-caps":   {[]probes.Outcome{probes.Escaped}, "firejail's default profile keeps 18 capabilities of root"},
 		"privilege.setuid-binaries":  setuidCanary,
 	}},
+	{"wrapper-firejail-user", map[string]controlGap{
+		"host.bind-mounts":          hostMounts,
+		"host.proc-unmasked":        procKeys,
+		"privilege.setuid-binaries": setuidCanary,
+	}},
 	{"wrapper-firejail-strict", map[string]controlGap{
 		"host.bind-mounts":           hostMounts,
 		"host.proc-unmasked":         procKeys,
@@ -101,6 +106,7 @@ var wrapperReferences = []wrapperReference{
 // defaults must differ where a user namespace mapping to an unprivileged
 // user makes the difference.
 func TestWrapperReferences(t *testing.T) {
+	ensureAgentAccount(t)
 	recs := map[string]*evidence.Record{}
 	for _, ref := range wrapperReferences {
 		t.Run(ref.target, func(t *testing.T) {
@@ -120,6 +126,18 @@ func TestWrapperReferences(t *testing.T) {
 			recs[ref.target] = rec
 		})
 	}
+	t.Run("firejail-root-vs-user", func(t *testing.T) {
+		root, user := recs["wrapper-firejail"], recs["wrapper-firejail-user"]
+		if root == nil || user == nil {
+			t.Fatal("the firejail root or user run gave no record (see its subtest)")
+		}
+		for _, probe := range []string{"privilege.root-uid", "privilege.uid0-host-mapped", "privilege.dangerous-caps"} {
+			ro, uo := outcomeOf(t, root, probe), outcomeOf(t, user, probe)
+			if ro.Outcome != probes.Escaped || uo.Outcome != probes.Blocked {
+				t.Errorf("%s: root %s (%s), user %s (%s); want escaped as root, blocked as a user (the same profile)", probe, ro.Outcome, ro.Detail, uo.Outcome, uo.Detail)
+			}
+		}
+	})
 	t.Run("srt-root-vs-user", func(t *testing.T) {
 		root, user := recs["wrapper-srt-root"], recs["wrapper-srt-user"]
 		if root == nil || user == nil {
@@ -225,6 +243,28 @@ func requireWrapperTools(t *testing.T) {
 			t.Fatalf("%s is not installed (make setup installs it): %v", p, err)
 		}
 	}
+}
+
+// agentAccount is the unprivileged account wrapper-firejail-user starts
+// firejail as: firejail runs the command through the user's login shell,
+// so nobody (nologin) will not do.
+const agentAccount = "sandcheck-agent"
+
+// ensureAgentAccount creates agentAccount when the host lacks it (make
+// setup does not make it yet) and removes it at the end of the test.
+func ensureAgentAccount(t *testing.T) {
+	t.Helper()
+	if exec.Command("id", agentAccount).Run() == nil {
+		return
+	}
+	if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/bin/sh", agentAccount).CombinedOutput(); err != nil {
+		t.Fatalf("creating the account %s: %v: %s", agentAccount, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("userdel", agentAccount).CombinedOutput(); err != nil {
+			t.Errorf("removing the account %s: %v: %s", agentAccount, err, out)
+		}
+	})
 }
 
 // TestWrapperThatRunsNothingIsAHarnessError: a target whose wrapper exits 0

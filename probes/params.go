@@ -157,6 +157,14 @@ type Params struct {
 	// BrokerGrant is what that token was granted for and what the scope
 	// probe tries beyond it (nil: no broker declared).
 	BrokerGrant *BrokerGrant `json:"broker_grant,omitempty"`
+	// WrapperProxy says the target declares that its wrapper filters the
+	// box's egress through a proxy of its own (a wrapper target's network:
+	// proxy, such as srt's HTTP proxy enforcing its allowed domains), which
+	// the wrapper names to the box in HTTP_PROXY, HTTPS_PROXY or ALL_PROXY:
+	// the proxy-path probes (egress.wrapper-proxy-ip,
+	// metadata.wrapper-proxy) send the harness's outside and metadata
+	// addresses through it, beside the direct path the other probes try.
+	WrapperProxy bool `json:"wrapper_proxy,omitempty"`
 }
 
 // BrokerGrant is the grant behind a task's broker token, as the harness

@@ -44,8 +44,12 @@ type Config struct {
 	Files []File `yaml:"files,omitempty"`
 	// Network is where the runner puts the wrapper's host side: "none" (a
 	// network namespace with only loopback: the wrapper, and any proxy of
-	// its own, reach nothing else) or "harness" (a namespace on the
-	// harness bridge).
+	// its own, reach nothing else), "harness" (a namespace on the harness
+	// bridge) or "proxy" (the same namespace, for a wrapper that filters the
+	// box's egress through a proxy of its own, such as srt's: the proxy
+	// reaches the harness's canaries and nothing else, the probes try the
+	// proxy path beside the direct one, and the wrapper is not handed the
+	// harness's own proxy to chain through).
 	Network string `yaml:"network"`
 	// Limits are what the platform declares; the runner enforces them
 	// through the cgroup it puts the wrapper in (nofile is declared only:
@@ -98,11 +102,11 @@ func Decode(src *targets.SectionSource) (targets.Section, error) {
 		src.Add("user", "%v", err)
 	}
 	switch c.Network {
-	case "none", "harness":
+	case "none", "harness", "proxy":
 	case "":
-		src.Add("network", "is required: none or harness (the host's own network is never used)")
+		src.Add("network", "is required: none, harness or proxy (the host's own network is never used)")
 	default:
-		src.Add("network", "%q is not one of [none harness]", c.Network)
+		src.Add("network", "%q is not one of [none harness proxy]", c.Network)
 	}
 	src.CheckEnv("env", c.Env)
 	src.CheckLimits("limits", c.Limits)

@@ -29,7 +29,7 @@ func TestSectionValidation(t *testing.T) {
 		{"no command placeholder", "wrapper:\n  argv: [env]\n  user: root\n  network: none\n", "$.wrapper.argv: must hold ${ARGV} or ${ARGV_SHELL} exactly once (found 0)"},
 		{"ARGV inside a word", "wrapper:\n  argv: [sh, -c, \"x ${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[2]: ${ARGV} must be a word of its own"},
 		{"unknown placeholder", "wrapper:\n  argv: [env, \"${HOME}\", \"${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[1]: ${HOME} is not one of"},
-		{"host network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: host\n", "t.yaml:8:12: $.wrapper.network: \"host\" is not one of [none harness]"},
+		{"host network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: host\n", "t.yaml:8:12: $.wrapper.network: \"host\" is not one of [none harness proxy]"},
 		{"no network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n", "$.wrapper.network: is required"},
 		{"reserved env", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  env: {SANDCHECK_X: y}\n  network: none\n", "$.wrapper.env.SANDCHECK_X: the SANDCHECK_ prefix is reserved"},
 		{"unknown key", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  bogus: 1\n", "t.yaml:8:3: unknown field \"bogus\""},
@@ -53,6 +53,11 @@ func TestReferencesDecode(t *testing.T) {
 		if err != nil {
 			if strings.Contains(err.Error(), "is not on PATH") && os.Getenv("CI") != "true" {
 				t.Logf("%s: %v (make setup installs the wrappers)", f, err)
+				continue
+			}
+			if strings.Contains(err.Error(), `user "sandcheck-agent" does not exist`) && os.Getenv("CI") != "true" {
+				// e2e makes the account when missing; make setup does not yet.
+				t.Logf("%s: %v (useradd --system --no-create-home --shell /bin/sh sandcheck-agent)", f, err)
 				continue
 			}
 			t.Errorf("%s: %v", f, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/netharness"
+	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
@@ -23,6 +24,7 @@ func init() {
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ netharness.Joiner          = (*Runner)(nil)
+	_ runners.ParamsFiller       = (*Runner)(nil)
 )
 
 // netNamespace is the sandbox's network namespace.
@@ -46,19 +48,31 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	return New(cfg, filepath.Dir(tg.Path), WithLogger(env.Logger))
 }
 
-// UsesHarnessNetwork reports whether the target's network is the harness's.
-func (r *Runner) UsesHarnessNetwork() bool { return r.cfg.Network == "harness" }
+// UsesHarnessNetwork reports whether the target's network is the harness's
+// (harness, or proxy: the wrapper's own proxy on the harness network).
+func (r *Runner) UsesHarnessNetwork() bool {
+	return r.cfg.Network == "harness" || r.cfg.Network == "proxy"
+}
+
+// FillParams implements runners.ParamsFiller: with network proxy the
+// probes are told that the wrapper filters through a proxy of its own,
+// which it names to the box (the proxy-path probes try it).
+func (r *Runner) FillParams(p *probes.Params) { p.WrapperProxy = r.cfg.Network == "proxy" }
 
 // openNetwork makes the sandbox's network namespace: only loopback for
-// none; on the harness network for harness.
+// none; on the harness network for harness and proxy.
 func (r *Runner) openNetwork(ctx context.Context, network, owner string) (*netharness.Namespace, error) {
 	var docker client.NetworkAPIClient
 	joined := r.JoinedNetwork()
-	if r.cfg.Network == "harness" && joined == nil {
+	mode := r.cfg.Network
+	if mode == "proxy" {
+		mode = "harness"
+	}
+	if mode == "harness" && joined == nil {
 		var err error
 		if docker, err = r.NetworkAPI(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return process.OpenNetwork(ctx, r.cfg.Network, network, owner, joined, docker)
+	return process.OpenNetwork(ctx, mode, network, owner, joined, docker)
 }

@@ -97,8 +97,8 @@ func New(cfg Config, baseDir string, opts ...Option) (*Runner, error) {
 	if len(cfg.Argv) == 0 {
 		return nil, errors.New("wrapper configuration: argv is empty")
 	}
-	if cfg.Network != "none" && cfg.Network != "harness" {
-		return nil, fmt.Errorf("wrapper configuration: network %q is not none or harness", cfg.Network)
+	if cfg.Network != "none" && cfg.Network != "harness" && cfg.Network != "proxy" {
+		return nil, fmt.Errorf("wrapper configuration: network %q is not none, harness or proxy", cfg.Network)
 	}
 	r := &Runner{cfg: cfg, baseDir: baseDir}
 	var err error
@@ -127,10 +127,11 @@ func (r *Runner) HostCPUClock() bool { return true }
 // Capabilities: the wrapper can be put on the harness network (when the
 // target says so), a task can be a wrapper invocation of its own, and the
 // host meters its CPU through the cgroup; the probe folder is delivered
-// read-only. No runtime view (a wrapper has no runtime to ask) and no host
+// read-only; after Close it looks for what the box left on the host
+// (residue.go). No runtime view (a wrapper has no runtime to ask) and no host
 // PID (no process of the sandbox lives between invocations).
 func (r *Runner) Capabilities() runners.Capabilities {
-	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true}
+	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true, Residue: true}
 }
 
 // Sandbox is one wrapper sandbox: its folder, cgroup and network
@@ -272,7 +273,13 @@ func (sb *Sandbox) placeFile(f File) error {
 
 // environ is the wrapper's environment: PATH and HOME (${WORKDIR}) unless
 // the target sets them, the target's, then the spec's; ${WORKDIR} filled.
+// With network proxy the spec's proxy variables (the harness's own egress
+// proxy) are left out: the wrapper's proxy is the control under test, and
+// srt's would chain through the harness's.
 func (sb *Sandbox) environ(spec map[string]string) []string {
+	if sb.r.cfg.Network == "proxy" {
+		spec = withoutProxy(spec)
+	}
 	target := map[string]string{"HOME": VarWorkdir, "USER": sb.r.id.Name, "LOGNAME": sb.r.id.Name}
 	for k, v := range sb.r.cfg.Env {
 		target[k] = v
@@ -285,6 +292,19 @@ func (sb *Sandbox) environ(spec map[string]string) []string {
 		delete(target, "LOGNAME")
 	}
 	return process.Environ(target, spec)
+}
+
+// withoutProxy is env without the proxy variables.
+func withoutProxy(env map[string]string) map[string]string {
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		switch strings.ToUpper(k) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // check runs the probe's list through the wrapper: it must exit 0 and

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
@@ -155,5 +156,39 @@ func TestNetworkNoneIsLoopbackOnly(t *testing.T) {
 	}
 	if strings.Join(ifaces, ",") != "lo" {
 		t.Errorf("interfaces in the wrapper's network namespace: %v, want only lo", ifaces)
+	}
+}
+
+// With network proxy the wrapper is on the harness network, the probes are
+// told that it filters through a proxy of its own, and it is not handed
+// the harness's proxy to chain through; harness and none do neither.
+func TestNetworkProxy(t *testing.T) {
+	requireTool(t, "env", defaultPath)
+	spec := map[string]string{"HTTP_PROXY": "http://gw:3128", "https_proxy": "http://gw:3128", "FOO": "1"}
+	for _, tc := range []struct {
+		network        string
+		harness, proxy bool
+	}{{"proxy", true, true}, {"harness", true, false}, {"none", false, false}} {
+		t.Run(tc.network, func(t *testing.T) {
+			r, err := New(Config{Argv: []string{"env", VarArgv}, User: "nobody", Network: tc.network}, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p probes.Params
+			r.FillParams(&p)
+			if p.WrapperProxy != tc.proxy || r.UsesHarnessNetwork() != tc.harness {
+				t.Errorf("WrapperProxy %t, UsesHarnessNetwork %t; want %t, %t", p.WrapperProxy, r.UsesHarnessNetwork(), tc.proxy, tc.harness)
+			}
+			env := strings.Join((&Sandbox{r: r, workdir: "/w"}).environ(spec), " ")
+			if !strings.Contains(env, "FOO=1") {
+				t.Errorf("environment %q lost FOO", env)
+			}
+			if got := strings.Contains(env, "HTTP_PROXY=") || strings.Contains(env, "https_proxy="); got == tc.proxy {
+				t.Errorf("environment %q: harness proxy present %t with network %s", env, got, tc.network)
+			}
+		})
+	}
+	if _, err := New(Config{Argv: []string{"env", VarArgv}, User: "nobody", Network: "host"}, "."); err == nil {
+		t.Error("network host was accepted")
 	}
 }
