@@ -27,7 +27,8 @@ mkdir -p "$out"
 kinds=(process:process.yaml bwrap:bwrap-hardened.yaml runc:hardened.yaml runsc:hardened-gvisor.yaml
 	wrapper-bwrap:wrapper-bwrap.yaml wrapper-srt-root:wrapper-srt-root.yaml wrapper-srt-user:wrapper-srt-user.yaml
 	wrapper-srt-strict:wrapper-srt-strict.yaml wrapper-firejail:wrapper-firejail.yaml
-	wrapper-firejail-strict:wrapper-firejail-strict.yaml)
+	wrapper-firejail-strict:wrapper-firejail-strict.yaml wrapper-firejail-user:wrapper-firejail-user.yaml
+	wrapper-srt-allow-ip:wrapper-srt-allow-ip.yaml)
 runs=()
 for kt in "${kinds[@]}"; do
 	kind=${kt%%:*}

@@ -161,6 +161,20 @@ ensure_packages() {
 	rm -f "$log"
 }
 
+# AGENT_ACCOUNT is the unprivileged account the firejail user reference
+# (fixtures/targets/wrapper-firejail-user.yaml) runs as: firejail starts a
+# command through the user's login shell, so nobody (nologin) cannot be it.
+readonly AGENT_ACCOUNT=sandcheck-agent
+
+# ensure_agent_account creates AGENT_ACCOUNT (a system account, no home,
+# /bin/sh) unless it exists. Tests only.
+ensure_agent_account() {
+	id "$AGENT_ACCOUNT" >/dev/null 2>&1 && return 0
+	useradd --system --no-create-home --shell /bin/sh "$AGENT_ACCOUNT" ||
+		die "cannot create the account $AGENT_ACCOUNT (the firejail user reference runs as it)"
+	say "created the account $AGENT_ACCOUNT (the firejail user reference)"
+}
+
 # srt_installed PREFIX: the pinned srt is installed under PREFIX (its
 # package.json names the pinned version; srt's own --version starts Node.js,
 # which warns on Node 20, so the package file is the quieter witness).
@@ -442,6 +456,7 @@ main() {
 	ensure_packages "$os_id" "$purpose"
 	if [[ $purpose == test ]]; then
 		ensure_srt
+		ensure_agent_account
 	fi
 	ensure_cgroups
 	ensure_tracefs
