@@ -32,7 +32,7 @@ import (
 // carryoverKinds says, for each runtime:carryover-<kind> host kind, what the plant
 // is (for the summary).
 var carryoverKinds = map[string]string{
-	"processes": "process",
+	"processes": "lingering process",
 	"scratch":   "file",
 	"keyring":   "key",
 }

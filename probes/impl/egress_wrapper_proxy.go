@@ -25,12 +25,12 @@ import (
 // harness's outside and metadata addresses, as IP literals, through that
 // proxy, in both ways a proxy carries a request: an absolute-form GET and a
 // CONNECT tunnel. A proxy that lets either through is the escape, and the
-// harness's canary records the probe's token.
+// harness's canary records the probe's token. The proxy helpers here serve
+// metadata.wrapper-proxy as well (metadata_wrapper_proxy.go).
 
 func init() {
 	register(map[string]Func{
 		"egress.wrapper-proxy-ip": wrapperProxyIP,
-		"metadata.wrapper-proxy":  wrapperProxyMetadata,
 	})
 }
 
@@ -268,53 +268,6 @@ func wrapperProxyIP(ctx context.Context, p probes.Params) probes.Result {
 		return inconclusive("the wrapper's proxy opened a tunnel to an outside IP literal ("+target+"), but the sink did not answer through it", e)
 	}
 	return proxyRefused("an outside IP literal", getErr, st, tunErr, cst, e)
-}
-
-// wrapperProxyMetadata asks the box's proxy for the AWS role credentials
-// path on the metadata address (169.254.169.254, an IP literal of the
-// link-local range srt names in NO_PROXY but hostile code need not honour):
-// a GET, then a CONNECT tunnel carrying the same GET.
-func wrapperProxyMetadata(ctx context.Context, p probes.Params) probes.Result {
-	const probe = "metadata.wrapper-proxy"
-	e := ev{}
-	bp, err := findBoxProxy(p, e)
-	if err != nil {
-		return noBoxProxy(p, err, e)
-	}
-	md := metadataAddr(p.MetadataAddr)
-	e.set("addr", md)
-	st, body, getErr := proxyGet(ctx, bp, md, imdsCredsPath, p, probe)
-	if getErr != nil {
-		e.setErr("get_", getErr)
-	} else {
-		e.setInt("get_status", st)
-		if st == http.StatusOK && strings.TrimSpace(body) != "" {
-			e.set("body", clip(body, 100))
-			return escaped("the wrapper's proxy relayed a GET of the metadata address ("+md+") and it answered with role names", e)
-		}
-	}
-	c, cst, tunErr := proxyTunnel(ctx, bp, md, p, probe)
-	switch {
-	case tunErr != nil:
-		e.setErr("connect_", tunErr)
-	case c == nil:
-		e.setInt("connect_status", cst)
-	default:
-		defer c.Close()
-		e.setInt("connect_status", cst)
-		if err := c.request(bp, "GET "+imdsCredsPath, md, p, probe, "Connection: close"); err != nil {
-			e.setErr("tunnel_", err)
-			return inconclusive("the wrapper's proxy opened a tunnel to the metadata address, but nothing could be sent through it", e)
-		}
-		tst, _, err := c.response(http.MethodGet)
-		if err != nil {
-			e.setErr("tunnel_", err)
-			return inconclusive("the wrapper's proxy opened a tunnel to the metadata address, but no HTTP answer came through it; the host canary decides", e)
-		}
-		e.setInt("tunnel_status", tst)
-		return escaped(fmt.Sprintf("the wrapper's proxy tunnelled to the metadata address (%s), which answered HTTP %d through it", md, tst), e)
-	}
-	return proxyRefused("the metadata address", getErr, st, tunErr, cst, e)
 }
 
 // proxyRefused decides a probe whose GET and CONNECT both failed or were
