@@ -176,17 +176,8 @@ func brokerTokenScope(ctx context.Context, p probes.Params) probes.Result {
 		return noAddress("tool broker", e)
 	}
 	const id = "secrets.broker-token-scope"
-	own, err := brokerObject(ctx, p, id, t, t.g.Operation, t.g.Tenant, t.g.Resource)
-	switch {
-	case err != nil && own == -1:
-		e.setErr("", err)
-		return blocked("no connection to the tool broker could be made", e)
-	case err != nil:
-		e.setErr("", err)
-		return inconclusive("a connection to the tool broker opened, but no answer came", e)
-	case own != http.StatusOK:
-		e.setInt("own_status", own)
-		return inconclusive("the token did not open its own grant, so its refusals say nothing of its scope", e)
+	if r, ok := ownGrant(ctx, p, id, t, "own_status", "the token did not open its own grant, so its refusals say nothing of its scope", e); !ok {
+		return r
 	}
 	tries := []struct{ name, op, tenant, resource string }{
 		{"neighbour resource", "read", t.g.Tenant, t.g.OtherResource},
@@ -269,17 +260,8 @@ func brokerTokenRevocation(ctx context.Context, p probes.Params) probes.Result {
 	}
 	e.setf("bound_ms", "%d", bound.Milliseconds())
 	const id = "secrets.broker-token-revocation"
-	first, err := brokerObject(ctx, p, id, t, t.g.Operation, t.g.Tenant, t.g.Resource)
-	switch {
-	case err != nil && first == -1:
-		e.setErr("", err)
-		return blocked("no connection to the tool broker could be made", e)
-	case err != nil:
-		e.setErr("", err)
-		return inconclusive("a connection to the tool broker opened, but no answer came", e)
-	case first != http.StatusOK:
-		e.setInt("first_status", first)
-		return inconclusive("the token did not open its own grant before any revocation", e)
+	if r, ok := ownGrant(ctx, p, id, t, "first_status", "the token did not open its own grant before any revocation", e); !ok {
+		return r
 	}
 	start := time.Now()
 	// The harness revokes after the broker served the first use; the loop
@@ -306,6 +288,28 @@ func brokerTokenRevocation(ctx context.Context, p probes.Params) probes.Result {
 	}
 	e.setInt("uses", uses)
 	return escaped(fmt.Sprintf("the broker still served the task's token %s after its first use, past the revocation bound of %s", time.Since(start).Round(10*time.Millisecond), bound), e)
+}
+
+// ownGrant uses the task's token on its own grant, the first call of the
+// scope and revocation probes: ok is true when the broker served it.
+// Otherwise r is the probe's result: no connection is blocked (the box
+// cannot reach the broker at all), a connection without an answer is
+// inconclusive, and another status is inconclusive with why, the status
+// kept under key.
+func ownGrant(ctx context.Context, p probes.Params, probe string, t brokerTask, key, why string, e ev) (r probes.Result, ok bool) {
+	status, err := brokerObject(ctx, p, probe, t, t.g.Operation, t.g.Tenant, t.g.Resource)
+	switch {
+	case err != nil && status == -1:
+		e.setErr("", err)
+		return blocked("no connection to the tool broker could be made", e), false
+	case err != nil:
+		e.setErr("", err)
+		return inconclusive("a connection to the tool broker opened, but no answer came", e), false
+	case status != http.StatusOK:
+		e.setInt(key, status)
+		return inconclusive(why, e), false
+	}
+	return probes.Result{}, true
 }
 
 // brokerObject calls the broker's object of tenant/resource for the

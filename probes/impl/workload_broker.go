@@ -3,8 +3,6 @@ package impl
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 
@@ -75,47 +73,8 @@ func brokerWorkload(ctx context.Context, p probes.Params, e ev, probe string, st
 
 // brokerDo sends one call to the broker's path, straight to its address,
 // with the task's broker token and the probe's token, and returns the
-// status, the start of the answer and whether a connection opened.
+// status, the start of the answer and whether a connection opened
+// (brokerRequest, secrets_broker.go).
 func brokerDo(ctx context.Context, p probes.Params, probe string, s brokerStep) (int, string, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, egressTimeout)
-	defer cancel()
-	d := net.Dialer{Timeout: egressTimeout}
-	connected := false
-	cl := &http.Client{
-		Transport: &http.Transport{
-			Proxy: nil,
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				c, err := d.DialContext(ctx, "tcp4", p.BrokerAddr)
-				connected = connected || err == nil
-				return c, err
-			},
-			DisableKeepAlives: true,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       egressTimeout,
-	}
-	var body io.Reader
-	if s.body != "" {
-		body = strings.NewReader(clip(s.body, brokerMaxBody))
-	}
-	req, err := http.NewRequestWithContext(ctx, s.method, "http://"+p.BrokerAddr+brokerPath+"?"+s.query, body)
-	if err != nil {
-		return 0, "", false, err
-	}
-	tok := headerSafe(p.Token)
-	req.Header.Set("User-Agent", "sandcheck-probe/"+tok+"/"+probe)
-	req.Header.Set("X-Sandcheck-Token", tok+"/"+probe)
-	if s.body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if p.BrokerToken != "" {
-		req.Header.Set("Authorization", "Bearer "+headerSafe(p.BrokerToken))
-	}
-	resp, err := cl.Do(req)
-	if err != nil {
-		return 0, "", connected, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	return resp.StatusCode, string(b), true, nil
+	return brokerRequest(ctx, p, probe, s.method, brokerPath+"?"+s.query, s.body, "application/json", p.BrokerToken)
 }
