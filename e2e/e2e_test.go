@@ -12,10 +12,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +57,14 @@ type run struct {
 // sandcheck runs the CLI and reads run.json when there is one.
 func sandcheck(t *testing.T, args ...string) run {
 	t.Helper()
+	binDir(t)
+	return sandcheckIn(t, t.TempDir(), args...)
+}
+
+// sandcheckIn is sandcheck with its reports in out.
+func sandcheckIn(t *testing.T, out string, args ...string) run {
+	t.Helper()
 	bin := binDir(t)
-	out := t.TempDir()
 	if args[0] == "run" {
 		args = append(args, "--out-dir", out)
 	}
@@ -82,6 +90,75 @@ func sandcheck(t *testing.T, args ...string) run {
 	}
 	if r.rec != nil {
 		t.Cleanup(func() { assertNoLeftovers(t, r.rec.RunID) })
+	}
+	return r
+}
+
+// TestMain keeps the folder of the shared runs (see sharedRun) for the
+// package's whole run.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sandcheck-e2e-shared-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(2)
+	}
+	shared.dir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// shared holds the whole-catalog runs of the reference targets that several
+// tests read and none changes: each costs one to three minutes of a loaded
+// CI machine, so each runs once per test binary, for whichever test asks
+// first, with its reports in a folder that lives until TestMain ends.
+var shared = struct {
+	sync.Mutex
+	dir  string
+	runs map[string]*referenceRun
+}{runs: map[string]*referenceRun{}}
+
+// referenceRun is one shared run. host holds the host snapshots taken
+// around it (TestWeakRunLeavesTheHostAsItWas reads them): before, right
+// after (at afterAt), then three more 5 s apart.
+type referenceRun struct {
+	run
+	host    []hostState
+	afterAt time.Time
+}
+
+// sharedRun runs `sandcheck run --target fixtures/targets/TARGET --quiet`
+// once per test binary and hands every caller the same result; with
+// snapshots it also snapshots the host around the run. A run that failed
+// the test asking for it is not kept: the next caller runs it again.
+func sharedRun(t *testing.T, target string, snapshots bool) *referenceRun {
+	t.Helper()
+	binDir(t)
+	shared.Lock()
+	defer shared.Unlock()
+	if r, ok := shared.runs[target]; ok && (!snapshots || r.host != nil) {
+		t.Logf("sandcheck run --target fixtures/targets/%s: the package's shared run (exit %d), reports in %s", target, r.code, r.out)
+		return r
+	}
+	out, err := os.MkdirTemp(shared.dir, strings.TrimSuffix(target, ".yaml")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &referenceRun{}
+	if snapshots {
+		r.host = append(r.host, snapshotHost(t))
+	}
+	r.run = sandcheckIn(t, out, "run", "--target", "fixtures/targets/"+target, "--quiet")
+	if snapshots && r.rec != nil {
+		r.afterAt = time.Now()
+		r.host = append(r.host, snapshotHost(t))
+		for range 3 {
+			time.Sleep(5 * time.Second)
+			r.host = append(r.host, snapshotHost(t))
+		}
+	}
+	if !t.Failed() {
+		shared.runs[target] = r
 	}
 	return r
 }
@@ -170,7 +247,7 @@ func hostItem(r evidence.Result, source, kind string) (evidence.Item, bool) {
 }
 
 func TestWeakReferenceEveryProbeEscapes(t *testing.T) {
-	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet")
+	r := sharedRun(t, "weak.yaml", true)
 	rec := r.mustRecord(t)
 	if r.code != 1 {
 		t.Errorf("exit code %d, want 1 (criteria fail)\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -229,7 +306,7 @@ func TestWeakReferenceEveryProbeEscapes(t *testing.T) {
 func TestHardenedReferenceEveryProbeBlocked(t *testing.T) {
 	for _, target := range []string{"hardened.yaml", "hardened-gvisor.yaml"} {
 		t.Run(target, func(t *testing.T) {
-			r := sandcheck(t, "run", "--target", "fixtures/targets/"+target, "--quiet")
+			r := sharedRun(t, target, false)
 			rec := r.mustRecord(t)
 			if r.code != 0 {
 				t.Errorf("exit code %d, want 0\n%s\n%s", r.code, r.stdout, r.stderr)

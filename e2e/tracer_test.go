@@ -75,7 +75,7 @@ func TestTracerLosesNothingAtCatalogLoad(t *testing.T) {
 		{"hardened-gvisor.yaml", "ptrace", 100000},
 	} {
 		t.Run(c.target, func(t *testing.T) {
-			r := sandcheck(t, "run", "--target", "fixtures/targets/"+c.target, "--quiet")
+			r := sharedRun(t, c.target, false)
 			rec := r.mustRecord(t)
 			// The reference's verdict is the controls' business (a loaded
 			// machine can push a gVisor limit probe over); the harness

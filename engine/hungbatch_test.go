@@ -11,17 +11,21 @@ import (
 )
 
 // TestHungBatchIsCutAtItsOwnBudget: the hardened reference (task launch:
-// the shared probes run as one batch) with syscalls.*, whose first probe's
-// deadline is 95 s while the batch's own budget (the sum of its 30 probes'
-// timeouts) is 160 s; the probe binary hangs before the fifth probe. Before,
-// the batch was cut at the first probe's 95 s with one identical harness
-// error per probe (30 here, 127 on the whole catalog). Now it is cut at its
-// own budget, the four probes before the hung one keep their results, the
-// hung one alone is reported (one harness error), and the 25 after it run
-// again in a fresh sandbox.
+// the shared probes run as one batch) with syscalls.[k-z]*, whose first
+// probe's deadline is 95 s while the batch's own budget (the sum of its 22
+// probes' timeouts) is 110 s; the probe binary hangs before the fifth probe.
+// Before, the batch was cut at the first probe's 95 s with one identical
+// harness error per probe (22 here, 127 on the whole catalog). Now it is cut
+// at its own budget, the four probes before the hung one keep their
+// results, the hung one alone is reported (one harness error), and the 17
+// after it run again in a fresh sandbox. (The selection is the smallest
+// half of the family whose budget still passes the first deadline: the
+// test waits out the whole budget, 150 s with all of syscalls.*.)
+const hungSelection = "syscalls.[k-z]*"
+
 func TestHungBatchIsCutAtItsOwnBudget(t *testing.T) {
 	probe := realRunPrereqs(t)
-	sel, err := engine.Select("syscalls.*", "")
+	sel, err := engine.Select(hungSelection, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestHungBatchIsCutAtItsOwnBudget(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	o, err := engine.Run(ctx, engine.Config{TargetPath: "../fixtures/targets/hardened.yaml", OutDir: t.TempDir(),
-		ProbeBinary: probe, Probes: "syscalls.*", Version: "test", NoTrace: true, Parallel: 1, HangProbe: hung})
+		ProbeBinary: probe, Probes: hungSelection, Version: "test", NoTrace: true, Parallel: 1, HangProbe: hung})
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
