@@ -12,6 +12,13 @@ SHELL := bash
 .NOTPARALLEL:
 
 GO  ?= go
+# Every Go command of the Makefile builds the way a release does (static,
+# -trimpath: scripts/release.sh), so build, vet, test, the probe, the tool
+# image and `make release` share one build cache instead of compiling the
+# whole dependency graph twice on a cold machine, and the tests run the
+# configuration that ships.
+export CGO_ENABLED ?= 0
+export GOFLAGS ?= -trimpath
 BIN ?= bin
 OUT ?= out
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)

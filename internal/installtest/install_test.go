@@ -92,7 +92,7 @@ func TestGoInstallRunsWithNothingBeside(t *testing.T) {
 	}
 	goEnv := []string{
 		"GOPROXY=file://" + filepath.Join(tmp, "proxy") + ",file://" + filepath.Join(modcache, "cache", "download"),
-		"GOSUMDB=off", "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local",
+		"GOSUMDB=off", "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off", "GOTOOLCHAIN=local",
 		"GOPATH=" + filepath.Join(tmp, "gopath"), "GOMODCACHE=" + modcache, "GOBIN=" + bin,
 	}
 	start := time.Now()
