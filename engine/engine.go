@@ -92,6 +92,8 @@ type sandbox struct {
 	// killed is set (under Engine.mu) when the platform killed the sandbox
 	// under a probe (runners.KilledError); it is then replaced.
 	killed bool
+	// paths are the dials from the sandbox's network namespace (netpath.go).
+	paths netpaths
 }
 
 // New loads the target, prepares the run folder, the probe delivery
@@ -471,6 +473,7 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 	if err := e.startHelpers(ctx, sb, specs); err != nil {
 		return nil, "", nil, err
 	}
+	e.dialPaths(ctx, sb, specs) // netpath.go: the box's paths before its code runs
 	// start watched the sandbox; only now may the task begin.
 	if err := e.goAhead(token); err != nil {
 		return nil, "", nil, err
@@ -527,6 +530,7 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	if err != nil {
 		return err
 	}
+	e.dialPaths(ctx, s, []probes.Spec{spec}) // netpath.go
 	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
 		if errors.Is(err, runners.ErrExecStuck) {
