@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/sandcheck/sandcheck/canary"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/probes"
@@ -41,46 +48,109 @@ const netpathTimeout = time.Second
 // netpathMaxAddrs bounds how many addresses one sandbox is dialled at.
 const netpathMaxAddrs = 32
 
-// netpathCheck is one path kind: what it stands for, the addresses of the
-// probe's parameters it dials, and whether a closed path settles the probe
-// (its own attempt is a TCP connection to exactly these addresses; a probe
-// of UDP, ICMP or raw packets is only contradicted by an open TCP path
-// to its destination, never confirmed by a closed one).
+// netpathCheck is one path kind: what it stands for, the attempts it
+// makes with the addresses of the probe's parameters, and whether a closed
+// path settles the probe (the attempts are the probe's own, over its own
+// transport; a probe of UDP, ICMP or raw packets is only contradicted by an
+// open TCP path to its destination, never confirmed by a closed one).
 type netpathCheck struct {
 	what     string
-	addrs    func(p probes.Params) []string
+	tries    func(p probes.Params) []pathTry
 	confirms bool
+}
+
+// pathTry is one attempt from the sandbox's namespace: how (a TCP connect;
+// a DNS query over TCP or UDP for a name only the harness's zone answers; a
+// CONNECT through a proxy to target; a call to the tool broker without a
+// token), at addr.
+type pathTry struct {
+	how    string // "tcp", "dns-tcp", "dns-udp", "connect", "broker-no-token"
+	addr   string
+	target string // connect: the tunnel's destination; dns: the zone
+}
+
+func (t pathTry) String() string {
+	switch t.how {
+	case "tcp":
+		return t.addr
+	case "connect":
+		return "CONNECT " + t.target + " via " + t.addr
+	}
+	return t.how + " " + t.addr
 }
 
 // netpathChecks is the closed table of path kinds (each one of
 // probes.HostKinds). Only harness canaries named in the parameters are
 // ever dialled, and only those the harness network holds (netpathAllowed).
 var netpathChecks = map[string]netpathCheck{
-	"netpath:metadata":  {"the metadata service", func(p probes.Params) []string { return one(p.MetadataAddr) }, true},
-	"netpath:metadata6": {"the IPv6 metadata service", func(p probes.Params) []string { return one(p.Metadata6Addr) }, true},
-	"netpath:ecs":       {"the ECS credentials endpoint", func(p probes.Params) []string { return one(p.ECSAddr) }, true},
-	"netpath:alibaba":   {"the Alibaba Cloud metadata service", func(p probes.Params) []string { return one(p.AlibabaAddr) }, true},
-	"netpath:kube-api":  {"the Kubernetes API canary", func(p probes.Params) []string { return one(p.KubeAPIAddr) }, true},
-	"netpath:outside": {"the outside address's TCP sinks", func(p probes.Params) []string {
+	"netpath:metadata":  {"the metadata service", tcp(func(p probes.Params) []string { return one(p.MetadataAddr) }), true},
+	"netpath:metadata6": {"the IPv6 metadata service", tcp(func(p probes.Params) []string { return one(p.Metadata6Addr) }), true},
+	"netpath:ecs":       {"the ECS credentials endpoint", tcp(func(p probes.Params) []string { return one(p.ECSAddr) }), true},
+	"netpath:alibaba":   {"the Alibaba Cloud metadata service", tcp(func(p probes.Params) []string { return one(p.AlibabaAddr) }), true},
+	"netpath:kube-api":  {"the Kubernetes API canary", tcp(func(p probes.Params) []string { return one(p.KubeAPIAddr) }), true},
+	"netpath:outside": {"the outside address's TCP sinks", tcp(func(p probes.Params) []string {
 		return onPorts(p.OutsideAddr, netharness.SinkTCPPorts)
-	}, true},
-	"netpath:outside-route": {"the outside address (its TCP sinks, the route the probe's packets take)", func(p probes.Params) []string {
+	}), true},
+	"netpath:outside-route": {"the outside address (its TCP sinks, the route the probe's packets take)", tcp(func(p probes.Params) []string {
 		return onPorts(p.OutsideAddr, netharness.SinkTCPPorts)
-	}, false},
-	"netpath:outside6": {"the outside IPv6 address's TCP sink", func(p probes.Params) []string {
+	}), false},
+	"netpath:outside6": {"the outside IPv6 address's TCP sink", tcp(func(p probes.Params) []string {
 		return onPorts(p.Outside6Addr, netharness.OutsidePorts6)
-	}, true},
-	"netpath:mirror":         {"the package mirror", func(p probes.Params) []string { return one(p.MirrorAddr) }, true},
-	"netpath:other-resolver": {"a DNS server the sandbox was not configured to use (over TCP)", func(p probes.Params) []string { return one(p.OtherResolverAddr) }, false},
-	"netpath:dns-alt":        {"the DNS canary's alternate port (over TCP)", func(p probes.Params) []string { return one(p.DNSAltAddr) }, false},
-	"netpath:dot":            {"the DNS-over-TLS server", func(p probes.Params) []string { return one(p.DoTAddr) }, true},
-	"netpath:doh":            {"the DNS-over-HTTPS server", func(p probes.Params) []string { return one(p.DoHAddr) }, true},
-	"netpath:gateway-services": {"the host services on the network's gateway", func(p probes.Params) []string {
+	}), true},
+	"netpath:mirror":         {"the package mirror", tcp(func(p probes.Params) []string { return one(p.MirrorAddr) }), true},
+	"netpath:other-resolver": {"a DNS server the sandbox was not configured to use (over TCP)", tcp(func(p probes.Params) []string { return one(p.OtherResolverAddr) }), false},
+	"netpath:dns-alt":        {"the DNS canary's alternate port (over TCP)", tcp(func(p probes.Params) []string { return one(p.DNSAltAddr) }), false},
+	"netpath:dot":            {"the DNS-over-TLS server", tcp(func(p probes.Params) []string { return one(p.DoTAddr) }), true},
+	"netpath:doh":            {"the DNS-over-HTTPS server", tcp(func(p probes.Params) []string { return one(p.DoHAddr) }), true},
+	"netpath:gateway-services": {"the host services on the network's gateway", tcp(func(p probes.Params) []string {
 		return onPorts(p.GatewayAddr, netharness.GatewayServicePorts)
-	}, true},
-	"netpath:neighbour": {"the neighbouring sandbox's listeners", func(p probes.Params) []string {
+	}), true},
+	"netpath:neighbour": {"the neighbouring sandbox's listeners", tcp(func(p probes.Params) []string {
 		return onPorts(p.NeighbourAddr, netharness.NeighbourPorts)
+	}), true},
+	"netpath:resolver-zone-udp": {"the harness's zone through the configured resolver (a query over UDP)", dnsTry("dns-udp"), true},
+	"netpath:resolver-zone-tcp": {"the harness's zone through the configured resolver (a query over TCP)", dnsTry("dns-tcp"), true},
+	"netpath:proxy-outside": {"the outside address's port 443 through the configured proxy", func(p probes.Params) []pathTry {
+		if p.ProxyAddr == "" || p.OutsideAddr == "" {
+			return nil
+		}
+		return []pathTry{{how: "connect", addr: p.ProxyAddr, target: net.JoinHostPort(p.OutsideAddr, "443")}}
 	}, true},
+	"netpath:proxy-mirror": {"the package mirror through the configured proxy", func(p probes.Params) []pathTry {
+		if p.ProxyAddr == "" || p.MirrorAddr == "" {
+			return nil
+		}
+		return []pathTry{{how: "connect", addr: p.ProxyAddr, target: p.MirrorAddr}}
+	}, true},
+	"netpath:broker": {"the tool broker", tcp(func(p probes.Params) []string { return one(p.BrokerAddr) }), true},
+	"netpath:broker-no-token": {"the tool broker without a token", func(p probes.Params) []pathTry {
+		if p.BrokerAddr == "" {
+			return nil
+		}
+		return []pathTry{{how: "broker-no-token", addr: p.BrokerAddr}}
+	}, true},
+}
+
+// tcp makes TCP connect attempts of addresses.
+func tcp(addrs func(p probes.Params) []string) func(p probes.Params) []pathTry {
+	return func(p probes.Params) []pathTry {
+		var out []pathTry
+		for _, a := range addrs(p) {
+			out = append(out, pathTry{how: "tcp", addr: a})
+		}
+		return out
+	}
+}
+
+// dnsTry queries the configured resolver for a name under the harness's
+// zone.
+func dnsTry(how string) func(p probes.Params) []pathTry {
+	return func(p probes.Params) []pathTry {
+		if p.ResolverAddr == "" || p.DNSZone == "" {
+			return nil
+		}
+		return []pathTry{{how: how, addr: p.ResolverAddr, target: p.DNSZone}}
+	}
 }
 
 func one(addr string) []string {
@@ -101,7 +171,7 @@ func onPorts(ip string, ports []int) []string {
 	return out
 }
 
-// pathDial is what one dial from a sandbox's namespace found.
+// pathDial is what one attempt from a sandbox's namespace found.
 type pathDial struct {
 	open bool
 	// unknown is set when the namespace could not be entered: no fact.
@@ -109,7 +179,7 @@ type pathDial struct {
 	how     string // "connected", "refused", "unreachable", "no answer within 1s", or why unknown
 }
 
-// netpaths holds a sandbox's dial results by address.
+// netpaths holds a sandbox's attempts' results by pathTry.String().
 type netpaths struct {
 	mu sync.Mutex
 	m  map[string]pathDial
@@ -125,23 +195,24 @@ func (e *Engine) netpathParams() probes.Params {
 	return p
 }
 
-// netpathAllowed reports whether addr is one the harness holds for this
-// run: nothing else is ever dialled, whatever a parameter says.
-func (e *Engine) netpathAllowed(addr string) bool {
+// netpathAllowed reports whether a try reaches only addresses the harness
+// holds for this run (and a tunnel's destination too): nothing else is
+// ever dialled, whatever a parameter says.
+func (e *Engine) netpathAllowed(t pathTry) bool {
 	if e.net == nil {
 		return false
 	}
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil {
-		return false
+	held := func(addr string) bool {
+		ap, err := netip.ParseAddrPort(addr)
+		return err == nil && slices.Contains(e.net.Owned(), ap.Addr().Unmap())
 	}
-	return slices.Contains(e.net.Owned(), ap.Addr().Unmap())
+	return held(t.addr) && (t.how != "connect" || held(t.target))
 }
 
-// dialPaths dials, before the given probes run in s, every path their
-// netpath kinds name that s has not been dialled at yet. A sandbox whose
-// runner cannot enter its namespace is not dialled: its probes keep the
-// grading they had without the fact.
+// dialPaths makes, before the given probes run in s, every attempt their
+// netpath kinds name that s has not seen yet. A sandbox whose runner cannot
+// enter its namespace is not dialled: its probes keep the grading they had
+// without the fact.
 func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec) {
 	d, ok := s.sb.(runners.NetNSDialer)
 	if !ok || e.net == nil {
@@ -152,18 +223,18 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 	if s.paths.m == nil {
 		s.paths.m = map[string]pathDial{}
 	}
-	var todo []string
+	var todo []pathTry
 	for _, spec := range specs {
 		for _, h := range spec.Host {
 			c, ok := netpathChecks[h]
 			if !ok {
 				continue
 			}
-			for _, a := range c.addrs(p) {
-				if _, done := s.paths.m[a]; done || slices.Contains(todo, a) || !e.netpathAllowed(a) {
+			for _, t := range c.tries(p) {
+				if _, done := s.paths.m[t.String()]; done || slices.Contains(todo, t) || !e.netpathAllowed(t) {
 					continue
 				}
-				todo = append(todo, a)
+				todo = append(todo, t)
 			}
 		}
 	}
@@ -173,31 +244,52 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 	}
 	found := make([]pathDial, len(todo))
 	var wg sync.WaitGroup
-	for i, a := range todo {
+	for i, t := range todo {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			found[i] = dialPath(ctx, d, a)
+			found[i] = tryPath(ctx, d, t)
 		}()
 	}
 	wg.Wait()
 	s.paths.mu.Lock()
-	for i, a := range todo {
-		s.paths.m[a] = found[i]
+	for i, t := range todo {
+		s.paths.m[t.String()] = found[i]
 	}
 	s.paths.mu.Unlock()
 }
 
-// dialPath makes one bounded TCP connection attempt from the sandbox's
-// namespace and closes what it opened; nothing is sent.
-func dialPath(ctx context.Context, d runners.NetNSDialer, addr string) pathDial {
-	dctx, cancel := context.WithTimeout(ctx, netpathTimeout)
+// tryPath makes one bounded attempt from the sandbox's namespace and closes
+// what it opened.
+func tryPath(ctx context.Context, d runners.NetNSDialer, t pathTry) pathDial {
+	ctx, cancel := context.WithTimeout(ctx, netpathTimeout)
 	defer cancel()
-	c, err := d.DialFromSandbox(dctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return pathDial{open: true, how: "connected"}
+	network := "tcp"
+	if t.how == "dns-udp" {
+		network = "udp"
 	}
+	c, err := d.DialFromSandbox(ctx, network, t.addr)
+	if err != nil {
+		return dialFailure(err)
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	switch t.how {
+	case "dns-tcp", "dns-udp":
+		return askZone(c, t)
+	case "connect":
+		return askTunnel(c, t)
+	case "broker-no-token":
+		return askBroker(c, t)
+	}
+	return pathDial{open: true, how: "connected"}
+}
+
+// dialFailure reads a failed dial: a dial error is a closed path, anything
+// else (the namespace could not be entered) no fact.
+func dialFailure(err error) pathDial {
 	var oe *net.OpError
 	if !errors.As(err, &oe) {
 		return pathDial{unknown: true, how: "the host could not enter the sandbox's network namespace: " + err.Error()}
@@ -213,9 +305,75 @@ func dialPath(ctx context.Context, d runners.NetNSDialer, addr string) pathDial 
 	return pathDial{how: "failed: " + oe.Err.Error()}
 }
 
-// netpathObserver turns the dials made for the probe's sandbox into the
-// path fact of one kind: open (some address connected: the box could have
-// reached it whatever its probe says), closed (every address refused or
+// askZone asks the resolver for a name under the harness's zone that no
+// probe uses: an answer with an address means the resolver carries names
+// to the zone's server, the path a DNS exfiltration takes.
+func askZone(c net.Conn, t pathTry) pathDial {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn("netpath-"+randHex(6)+"."+canary.ExfilLabel+"."+t.target), dns.TypeA)
+	dc := &dns.Conn{Conn: c, UDPSize: dns.MinMsgSize}
+	if err := dc.WriteMsg(m); err != nil {
+		return dialFailure(err)
+	}
+	r, err := dc.ReadMsg()
+	if err != nil {
+		return dialFailure(err)
+	}
+	if r.Id != m.Id {
+		return pathDial{how: "answered another query"}
+	}
+	if r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 {
+		return pathDial{open: true, how: "answered"}
+	}
+	return pathDial{how: "answered " + dns.RcodeToString[r.Rcode] + " with no address"}
+}
+
+// askTunnel asks the proxy for a CONNECT tunnel to t.target.
+func askTunnel(c net.Conn, t pathTry) pathDial {
+	if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", t.target, t.target); err != nil {
+		return dialFailure(err)
+	}
+	return statusOpen(c, func(code int) bool { return code >= 200 && code < 300 })
+}
+
+// askBroker calls the tool broker's query path with no token at all, as
+// egress.broker-no-token does.
+func askBroker(c net.Conn, t pathTry) pathDial {
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", canary.BrokerPath, t.addr); err != nil {
+		return dialFailure(err)
+	}
+	return statusOpen(c, func(code int) bool { return code == 200 })
+}
+
+// statusOpen reads an HTTP status line, bounded.
+func statusOpen(c net.Conn, open func(int) bool) pathDial {
+	line, err := bufio.NewReader(io.LimitReader(c, 256)).ReadString('\n')
+	if err != nil {
+		return dialFailure(err)
+	}
+	f := strings.Fields(line)
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
+		return pathDial{how: "answered other than HTTP"}
+	}
+	code, err := strconv.Atoi(f[1])
+	if err != nil {
+		return pathDial{how: "answered other than HTTP"}
+	}
+	if open(code) {
+		return pathDial{open: true, how: fmt.Sprintf("answered %d", code)}
+	}
+	return pathDial{how: fmt.Sprintf("answered %d", code)}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// netpathObserver turns the attempts made for the probe's sandbox into the
+// path fact of one kind: open (some attempt got through: the box could
+// have, whatever its probe says), closed (every attempt refused or
 // unreachable: it confirms blocked where the kind settles the probe), or
 // unknown. No item where the sandbox was not dialled.
 func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
@@ -226,39 +384,40 @@ func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
 	if _, ok := o.s.sb.(runners.NetNSDialer); !ok || e.net == nil {
 		return nil
 	}
-	addrs := c.addrs(e.netpathParams())
-	if len(addrs) == 0 {
+	tries := c.tries(e.netpathParams())
+	if len(tries) == 0 {
 		return nil
 	}
 	o.s.paths.mu.Lock()
 	defer o.s.paths.mu.Unlock()
-	var opened, closed, unknown []string
-	for _, a := range addrs {
-		r, done := o.s.paths.m[a]
+	var opened, closed, unknown, all []string
+	for _, t := range tries {
+		all = append(all, t.String())
+		r, done := o.s.paths.m[t.String()]
 		switch {
 		case !done:
-			unknown = append(unknown, a+" not dialled")
+			unknown = append(unknown, t.String()+" not tried")
 		case r.unknown:
-			unknown = append(unknown, a+": "+r.how)
+			unknown = append(unknown, t.String()+": "+r.how)
 		case r.open:
-			opened = append(opened, a)
+			opened = append(opened, t.String()+" "+r.how)
 		default:
-			closed = append(closed, a+" "+r.how)
+			closed = append(closed, t.String()+" "+r.how)
 		}
 	}
-	data := map[string]string{"path": strings.TrimPrefix(kind, "netpath:"), "addrs": strings.Join(addrs, ",")}
+	data := map[string]string{"path": strings.TrimPrefix(kind, "netpath:"), "tried": strings.Join(all, ",")}
 	it := evidence.Item{Source: evidence.SourceRuntime, Data: data}
 	switch {
 	case len(opened) > 0:
 		it.Kind = "netpath-open"
 		data["open"] = strings.Join(opened, ",")
-		it.Summary = fmt.Sprintf("from the sandbox's network namespace the host connected to %s at %s (tcp, before the probe ran)", c.what, strings.Join(opened, ", "))
+		it.Summary = fmt.Sprintf("from the sandbox's network namespace, before the probe ran, the host reached %s: %s", c.what, truncate(strings.Join(opened, ", "), 300))
 	case len(unknown) > 0:
 		it.Kind = "netpath-unknown"
 		it.Summary = fmt.Sprintf("the host could not tell whether the sandbox's network namespace reaches %s: %s", c.what, truncate(strings.Join(unknown, "; "), 300))
 	default:
 		it.Kind = "netpath-closed"
-		it.Summary = fmt.Sprintf("from the sandbox's network namespace no TCP connection to %s got through: %s", c.what, strings.Join(closed, ", "))
+		it.Summary = fmt.Sprintf("from the sandbox's network namespace, before the probe ran, the host did not reach %s: %s", c.what, truncate(strings.Join(closed, ", "), 300))
 		if c.confirms {
 			it.Indicates = probes.Blocked
 		}

@@ -48,6 +48,9 @@ var observers = map[string]observer{
 	"netpath:outside-route": netpathObserver, "netpath:outside6": netpathObserver, "netpath:mirror": netpathObserver,
 	"netpath:other-resolver": netpathObserver, "netpath:dns-alt": netpathObserver, "netpath:dot": netpathObserver,
 	"netpath:doh": netpathObserver, "netpath:gateway-services": netpathObserver, "netpath:neighbour": netpathObserver,
+	"netpath:resolver-zone-udp": netpathObserver, "netpath:resolver-zone-tcp": netpathObserver,
+	"netpath:proxy-outside": netpathObserver, "netpath:proxy-mirror": netpathObserver,
+	"netpath:broker": netpathObserver, "netpath:broker-no-token": netpathObserver,
 	// The broker's record (broker.go); replay is gathered after close.
 	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:revocation": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {

@@ -26,6 +26,8 @@ var hostKinds = map[string]string{
 	"netpath:gateway-services": "", "netpath:kube-api": "", "netpath:metadata": "", "netpath:metadata6": "",
 	"netpath:mirror": "", "netpath:neighbour": "", "netpath:other-resolver": "", "netpath:outside": "",
 	"netpath:outside-route": "", "netpath:outside6": "",
+	"netpath:resolver-zone-udp": "", "netpath:resolver-zone-tcp": "", "netpath:proxy-outside": "", "netpath:proxy-mirror": "",
+	"netpath:broker": "", "netpath:broker-no-token": "",
 	"runtime:carryover-keyring": "", "runtime:carryover-processes": "", "runtime:carryover-scratch": "",
 	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "", "runtime:execd-published": "",
 	"runtime:host-cgroup": "", "runtime:host-kernel": "", "runtime:hostname": "", "runtime:labels": "",
