@@ -305,6 +305,22 @@ func dialFailure(err error) pathDial {
 	return pathDial{how: "failed: " + oe.Err.Error()}
 }
 
+// answerFailure reads an exchange that failed once connected: a refusal
+// or an answer that is none closes the path; silence within the bound is
+// no fact either way.
+func answerFailure(err error) pathDial {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Timeout() {
+		// Silence from something that took the connection (a slow
+		// proxy, a resolver still asking) may yet have let it through.
+		return pathDial{unknown: true, how: fmt.Sprintf("connected, but no answer within %s", netpathTimeout)}
+	}
+	if errors.As(err, &oe) {
+		return dialFailure(err)
+	}
+	return pathDial{how: "no usable answer: " + err.Error()}
+}
+
 // askZone asks the resolver for a name under the harness's zone that no
 // probe uses: an answer with an address means the resolver carries names
 // to the zone's server, the path a DNS exfiltration takes.
@@ -313,11 +329,11 @@ func askZone(c net.Conn, t pathTry) pathDial {
 	m.SetQuestion(dns.Fqdn("netpath-"+randHex(6)+"."+canary.ExfilLabel+"."+t.target), dns.TypeA)
 	dc := &dns.Conn{Conn: c, UDPSize: dns.MinMsgSize}
 	if err := dc.WriteMsg(m); err != nil {
-		return dialFailure(err)
+		return answerFailure(err)
 	}
 	r, err := dc.ReadMsg()
 	if err != nil {
-		return dialFailure(err)
+		return answerFailure(err)
 	}
 	if r.Id != m.Id {
 		return pathDial{how: "answered another query"}
@@ -331,7 +347,7 @@ func askZone(c net.Conn, t pathTry) pathDial {
 // askTunnel asks the proxy for a CONNECT tunnel to t.target.
 func askTunnel(c net.Conn, t pathTry) pathDial {
 	if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", t.target, t.target); err != nil {
-		return dialFailure(err)
+		return answerFailure(err)
 	}
 	return statusOpen(c, func(code int) bool { return code >= 200 && code < 300 })
 }
@@ -340,7 +356,7 @@ func askTunnel(c net.Conn, t pathTry) pathDial {
 // egress.broker-no-token does.
 func askBroker(c net.Conn, t pathTry) pathDial {
 	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", canary.BrokerPath, t.addr); err != nil {
-		return dialFailure(err)
+		return answerFailure(err)
 	}
 	return statusOpen(c, func(code int) bool { return code == 200 })
 }
@@ -349,7 +365,7 @@ func askBroker(c net.Conn, t pathTry) pathDial {
 func statusOpen(c net.Conn, open func(int) bool) pathDial {
 	line, err := bufio.NewReader(io.LimitReader(c, 256)).ReadString('\n')
 	if err != nil {
-		return dialFailure(err)
+		return answerFailure(err)
 	}
 	f := strings.Fields(line)
 	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {

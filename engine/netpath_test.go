@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/sandcheck/sandcheck/canary"
+)
+
+// loopDialer stands for a sandbox's namespace with the test's own loopback:
+// the attempts' reading of what answers is what is under test (the
+// namespace entry itself is runners/netns's test).
+type loopDialer struct{ err error }
+
+func (d loopDialer) DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, network, addr)
+}
+
+func serve(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				handle(c)
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// closedAddr is a loopback port nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Addr().String()
+	l.Close()
+	return a
+}
+
+func TestTryPathTCP(t *testing.T) {
+	open := serve(t, func(net.Conn) {})
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "tcp", addr: open}); !r.open || r.unknown {
+		t.Errorf("a listening address: %+v, want open", r)
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "tcp", addr: closedAddr(t)}); r.open || r.unknown || r.how != "refused" {
+		t.Errorf("a closed port: %+v, want closed, refused", r)
+	}
+	// A namespace the host could not enter is no fact either way.
+	if r := tryPath(context.Background(), loopDialer{err: errors.New("sandbox has no running init")}, pathTry{how: "tcp", addr: open}); !r.unknown || r.open {
+		t.Errorf("no namespace: %+v, want unknown", r)
+	}
+}
+
+func TestTryPathTimeoutIsClosed(t *testing.T) {
+	// A listener that takes the connection and never answers: the attempt
+	// ends at its bound and is no fact either way (a slow resolver may yet
+	// have let it through), never a confirmation.
+	silent := serve(t, func(c net.Conn) { time.Sleep(3 * time.Second) })
+	start := time.Now()
+	r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: silent, target: "sandcheck.test"})
+	if r.open || !r.unknown || !strings.Contains(r.how, "no answer") {
+		t.Errorf("a silent resolver: %+v, want unknown, no answer", r)
+	}
+	if d := time.Since(start); d > netpathTimeout+time.Second {
+		t.Errorf("the attempt took %s, past its bound %s", d, netpathTimeout)
+	}
+}
+
+func TestTryPathDNS(t *testing.T) {
+	answer := func(rcode int, withA bool) string {
+		mux := dns.NewServeMux()
+		mux.HandleFunc(".", func(w dns.ResponseWriter, req *dns.Msg) {
+			m := new(dns.Msg)
+			m.SetRcode(req, rcode)
+			if withA {
+				m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IPv4(198, 51, 100, 10)}}
+			}
+			w.WriteMsg(m)
+		})
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &dns.Server{Listener: l, Handler: mux}
+		go srv.ActivateAndServe()
+		t.Cleanup(func() { srv.Shutdown() })
+		return l.Addr().String()
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeSuccess, true), target: canary.DefaultZone}); !r.open {
+		t.Errorf("a resolver that answers the zone: %+v, want open", r)
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeRefused, false), target: canary.DefaultZone}); r.open || r.unknown || !strings.Contains(r.how, "REFUSED") {
+		t.Errorf("a filtering resolver: %+v, want closed, REFUSED", r)
+	}
+}
+
+func TestTryPathProxyAndBroker(t *testing.T) {
+	status := func(code int) string {
+		return serve(t, func(c net.Conn) {
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err != nil {
+				return
+			}
+			if req.Method == http.MethodGet && (req.URL.Path != canary.BrokerPath || req.Header.Get("Authorization") != "") {
+				code = http.StatusBadRequest // not the tokenless query the probe makes
+			}
+			(&http.Response{StatusCode: code, ProtoMajor: 1, ProtoMinor: 1}).Write(c)
+		})
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: status(200), target: "198.51.100.10:443"}); !r.open {
+		t.Errorf("a proxy granting the tunnel: %+v, want open", r)
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: status(403), target: "198.51.100.10:443"}); r.open || r.how != "answered 403" {
+		t.Errorf("a proxy refusing the tunnel: %+v, want closed, answered 403", r)
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "broker-no-token", addr: status(200)}); !r.open {
+		t.Errorf("a broker serving a tokenless call: %+v, want open", r)
+	}
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "broker-no-token", addr: status(401)}); r.open || r.how != "answered 401" {
+		t.Errorf("a broker refusing a tokenless call: %+v, want closed", r)
+	}
+	garbage := serve(t, func(c net.Conn) { c.Write([]byte(strings.Repeat("A", 4096))) })
+	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: garbage, target: "198.51.100.10:443"}); r.open || r.unknown {
+		t.Errorf("something that is no proxy: %+v, want closed", r)
+	}
+}
+
+// Every path kind is in the host-evidence vocabulary and has the netpath
+// observer.
+func TestNetpathKindsObserved(t *testing.T) {
+	for k := range netpathChecks {
+		if obs, ok := observers[k]; !ok || obs == nil {
+			t.Errorf("%s has no observer", k)
+		}
+	}
+}
