@@ -69,6 +69,9 @@ type Engine struct {
 	ahead   aheads
 	closing sync.WaitGroup
 
+	// own are the host's own dials from sandboxes' namespaces (netpath.go).
+	own ownDials
+
 	batchOnce sync.Once
 	batch     map[string]batchResult // the shared batch's results (batch.go)
 	// runCtx is the run's context (set by Run): a batch runs under it, not
@@ -205,7 +208,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile(), KubeTokens: e.creds.kubeTokens()}); err != nil {
 			return nil, fmt.Errorf("creating harness network: %w", err)
 		}
-		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
+		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit(e.hitEvent(h), h) }) // netpath.go: the host's own dials apart
 		if j, ok := e.runner.(netharness.Joiner); ok {
 			j.JoinHarness(e.net)
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/canary"
 	"github.com/sandcheck/sandcheck/evidence"
@@ -242,13 +243,21 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 	if len(todo) > netpathMaxAddrs {
 		todo = todo[:netpathMaxAddrs]
 	}
+	for _, t := range todo {
+		if t.how == "connect" {
+			// The proxy's own connection to the tunnel's end reaches a
+			// canary from the host's side while the attempts run.
+			e.own.relayFor(netpathTimeout + 3*time.Second)
+			break
+		}
+	}
 	found := make([]pathDial, len(todo))
 	var wg sync.WaitGroup
 	for i, t := range todo {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			found[i] = tryPath(ctx, d, t)
+			found[i] = tryPath(ctx, d, &e.own, t)
 		}()
 	}
 	wg.Wait()
@@ -261,14 +270,14 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 
 // tryPath makes one bounded attempt from the sandbox's namespace and closes
 // what it opened.
-func tryPath(ctx context.Context, d runners.NetNSDialer, t pathTry) pathDial {
+func tryPath(ctx context.Context, d runners.NetNSDialer, own *ownDials, t pathTry) pathDial {
 	ctx, cancel := context.WithTimeout(ctx, netpathTimeout)
 	defer cancel()
 	network := "tcp"
 	if t.how == "dns-udp" {
 		network = "udp"
 	}
-	c, err := d.DialFromSandbox(ctx, network, t.addr)
+	c, err := d.DialFromSandbox(ctx, &net.Dialer{Control: own.bind}, network, t.addr)
 	if err != nil {
 		return dialFailure(err)
 	}
@@ -439,4 +448,102 @@ func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
 		}
 	}
 	return []evidence.Item{it}
+}
+
+// ownDials are the host's own attempts from sandboxes' namespaces, so that
+// the canary hits they cause are streamed as netpath-hit, never as the
+// sandbox's own traffic (canary-hit). Grading never reads the stream (a
+// probe's hits are joined by its token), so this only keeps the stream
+// honest about who sent what.
+type ownDials struct {
+	mu sync.Mutex
+	// ports are the local ports the attempts were bound to, with when.
+	ports map[uint16]time.Time
+	// relay is until when a token-less hit from the harness's own side
+	// (a proxy relaying a tunnel the host asked for) is the host's.
+	relay time.Time
+}
+
+// ownPortTTL is how long a bound port names the host's attempt: longer
+// than any canary takes to record a connection.
+const ownPortTTL = 2 * time.Minute
+
+// bind is the attempts' net.Dialer Control: it binds the socket to an
+// ephemeral port of the sandbox's namespace before it connects, and
+// remembers the port, so the hit the connection causes can be told apart
+// even when the canary records it before the dial returns.
+func (o *ownDials) bind(network, _ string, rc syscall.RawConn) error {
+	var port int
+	var berr error
+	err := rc.Control(func(fd uintptr) {
+		var sa unix.Sockaddr = &unix.SockaddrInet4{}
+		if strings.HasSuffix(network, "6") {
+			sa = &unix.SockaddrInet6{}
+		}
+		if berr = unix.Bind(int(fd), sa); berr != nil {
+			return
+		}
+		got, err := unix.Getsockname(int(fd))
+		if err != nil {
+			berr = err
+			return
+		}
+		switch a := got.(type) {
+		case *unix.SockaddrInet4:
+			port = a.Port
+		case *unix.SockaddrInet6:
+			port = a.Port
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if berr != nil {
+		return fmt.Errorf("binding the attempt's socket: %w", berr)
+	}
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ports == nil {
+		o.ports = map[uint16]time.Time{}
+	}
+	for p, at := range o.ports {
+		if now.Sub(at) > ownPortTTL {
+			delete(o.ports, p)
+		}
+	}
+	o.ports[uint16(port)] = now
+	return nil
+}
+
+func (o *ownDials) relayFor(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if until := time.Now().Add(d); until.After(o.relay) {
+		o.relay = until
+	}
+}
+
+// hitEvent is the stream event a canary hit goes out as: netpath-hit for
+// one the host's own attempt caused (no probe's token, from a port an
+// attempt was bound to, or relayed from the harness's side while a tunnel
+// attempt ran), canary-hit for everything else.
+func (e *Engine) hitEvent(h canary.Hit) string {
+	if h.Probe != "" {
+		return "canary-hit"
+	}
+	ap, err := netip.ParseAddrPort(h.Remote)
+	if err != nil {
+		return "canary-hit"
+	}
+	o := &e.own
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if at, ok := o.ports[ap.Port()]; ok && time.Since(at) <= ownPortTTL {
+		return "netpath-hit"
+	}
+	if time.Now().Before(o.relay) && e.net != nil && slices.Contains(e.net.Owned(), ap.Addr().Unmap()) {
+		return "netpath-hit"
+	}
+	return "canary-hit"
 }

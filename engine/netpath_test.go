@@ -20,11 +20,10 @@ import (
 // namespace entry itself is runners/netns's test).
 type loopDialer struct{ err error }
 
-func (d loopDialer) DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error) {
+func (d loopDialer) DialFromSandbox(ctx context.Context, nd *net.Dialer, network, addr string) (net.Conn, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	var nd net.Dialer
 	return nd.DialContext(ctx, network, addr)
 }
 
@@ -65,14 +64,14 @@ func closedAddr(t *testing.T) string {
 
 func TestTryPathTCP(t *testing.T) {
 	open := serve(t, func(net.Conn) {})
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "tcp", addr: open}); !r.open || r.unknown {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "tcp", addr: open}); !r.open || r.unknown {
 		t.Errorf("a listening address: %+v, want open", r)
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "tcp", addr: closedAddr(t)}); r.open || r.unknown || r.how != "refused" {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "tcp", addr: closedAddr(t)}); r.open || r.unknown || r.how != "refused" {
 		t.Errorf("a closed port: %+v, want closed, refused", r)
 	}
 	// A namespace the host could not enter is no fact either way.
-	if r := tryPath(context.Background(), loopDialer{err: errors.New("sandbox has no running init")}, pathTry{how: "tcp", addr: open}); !r.unknown || r.open {
+	if r := tryPath(context.Background(), loopDialer{err: errors.New("sandbox has no running init")}, &ownDials{}, pathTry{how: "tcp", addr: open}); !r.unknown || r.open {
 		t.Errorf("no namespace: %+v, want unknown", r)
 	}
 }
@@ -83,7 +82,7 @@ func TestTryPathTimeoutIsClosed(t *testing.T) {
 	// have let it through), never a confirmation.
 	silent := serve(t, func(c net.Conn) { time.Sleep(3 * time.Second) })
 	start := time.Now()
-	r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: silent, target: "sandcheck.test"})
+	r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "dns-tcp", addr: silent, target: "sandcheck.test"})
 	if r.open || !r.unknown || !strings.Contains(r.how, "no answer") {
 		t.Errorf("a silent resolver: %+v, want unknown, no answer", r)
 	}
@@ -112,10 +111,10 @@ func TestTryPathDNS(t *testing.T) {
 		t.Cleanup(func() { srv.Shutdown() })
 		return l.Addr().String()
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeSuccess, true), target: canary.DefaultZone}); !r.open {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeSuccess, true), target: canary.DefaultZone}); !r.open {
 		t.Errorf("a resolver that answers the zone: %+v, want open", r)
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeRefused, false), target: canary.DefaultZone}); r.open || r.unknown || !strings.Contains(r.how, "REFUSED") {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "dns-tcp", addr: answer(dns.RcodeRefused, false), target: canary.DefaultZone}); r.open || r.unknown || !strings.Contains(r.how, "REFUSED") {
 		t.Errorf("a filtering resolver: %+v, want closed, REFUSED", r)
 	}
 }
@@ -133,20 +132,20 @@ func TestTryPathProxyAndBroker(t *testing.T) {
 			(&http.Response{StatusCode: code, ProtoMajor: 1, ProtoMinor: 1}).Write(c)
 		})
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: status(200), target: "198.51.100.10:443"}); !r.open {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "connect", addr: status(200), target: "198.51.100.10:443"}); !r.open {
 		t.Errorf("a proxy granting the tunnel: %+v, want open", r)
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: status(403), target: "198.51.100.10:443"}); r.open || r.how != "answered 403" {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "connect", addr: status(403), target: "198.51.100.10:443"}); r.open || r.how != "answered 403" {
 		t.Errorf("a proxy refusing the tunnel: %+v, want closed, answered 403", r)
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "broker-no-token", addr: status(200)}); !r.open {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "broker-no-token", addr: status(200)}); !r.open {
 		t.Errorf("a broker serving a tokenless call: %+v, want open", r)
 	}
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "broker-no-token", addr: status(401)}); r.open || r.how != "answered 401" {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "broker-no-token", addr: status(401)}); r.open || r.how != "answered 401" {
 		t.Errorf("a broker refusing a tokenless call: %+v, want closed", r)
 	}
 	garbage := serve(t, func(c net.Conn) { c.Write([]byte(strings.Repeat("A", 4096))) })
-	if r := tryPath(context.Background(), loopDialer{}, pathTry{how: "connect", addr: garbage, target: "198.51.100.10:443"}); r.open || r.unknown {
+	if r := tryPath(context.Background(), loopDialer{}, &ownDials{}, pathTry{how: "connect", addr: garbage, target: "198.51.100.10:443"}); r.open || r.unknown {
 		t.Errorf("something that is no proxy: %+v, want closed", r)
 	}
 }
@@ -158,5 +157,29 @@ func TestNetpathKindsObserved(t *testing.T) {
 		if obs, ok := observers[k]; !ok || obs == nil {
 			t.Errorf("%s has no observer", k)
 		}
+	}
+}
+
+// The hits the host's own attempts cause go out as netpath-hit, from the
+// port the attempt was bound to before it connected; the sandbox's own
+// (another port, or carrying a probe's token) stay canary-hit.
+func TestOwnAttemptHitsAreTheHosts(t *testing.T) {
+	remotes := make(chan string, 1)
+	addr := serve(t, func(c net.Conn) { remotes <- c.RemoteAddr().String() })
+	e := &Engine{}
+	if r := tryPath(context.Background(), loopDialer{}, &e.own, pathTry{how: "tcp", addr: addr}); !r.open {
+		t.Fatalf("attempt: %+v", r)
+	}
+	remote := <-remotes
+	if got := e.hitEvent(canary.Hit{Remote: remote}); got != "netpath-hit" {
+		t.Errorf("the host's own attempt from %s streams as %s, want netpath-hit", remote, got)
+	}
+	if got := e.hitEvent(canary.Hit{Remote: remote, Probe: "egress.tcp-ports", Token: "t"}); got != "canary-hit" {
+		t.Errorf("a hit with a probe's token streams as %s, want canary-hit", got)
+	}
+	other, _ := net.Dial("tcp4", addr)
+	other.Close()
+	if got := e.hitEvent(canary.Hit{Remote: <-remotes}); got != "canary-hit" {
+		t.Errorf("a connection the host did not make for a path streams as %s, want canary-hit", got)
 	}
 }

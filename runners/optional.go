@@ -114,8 +114,8 @@ func (e *KilledError) Error() string {
 // does to itself in-process (its seccomp filter, a wrapper's proxy).
 type NetNSDialer interface {
 	// DialFromSandbox opens a connection to addr (an address literal and
-	// port) over network from inside the sandbox's network namespace; an
-	// error that is no dial error (net.OpError) means the namespace could
-	// not be entered.
-	DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error)
+	// port) over network with d, from inside the sandbox's network
+	// namespace; an error that is no dial error (net.OpError) means the
+	// namespace could not be entered.
+	DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error)
 }

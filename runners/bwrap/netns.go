@@ -13,7 +13,7 @@ var _ runners.NetNSDialer = (*Sandbox)(nil)
 
 // DialFromSandbox dials addr from the network namespace of the sandbox's
 // first process (bwrap's init, inside the namespace the box was given).
-func (sb *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error) {
+func (sb *Sandbox) DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	pid, err := sb.HostPID(ctx)
 	if err != nil {
 		return nil, err
@@ -24,5 +24,5 @@ func (sb *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (n
 		}
 		return nil
 	}
-	return netns.Dial(ctx, pid, still, network, addr)
+	return netns.Dial(ctx, pid, still, d, network, addr)
 }

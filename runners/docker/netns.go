@@ -22,7 +22,7 @@ var _ runners.NetNSDialer = (*Sandbox)(nil)
 // it. A user-space network stack (runsc --network=sandbox) takes the
 // container's addresses out of the namespace: the dial is then refused
 // here, because what the host would find there is not the box's path.
-func (s *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error) {
+func (s *Sandbox) DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	pid, err := s.HostPID(ctx)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func (s *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (ne
 			return nil, err
 		}
 	}
-	return netns.Dial(ctx, pid, still, network, addr)
+	return netns.Dial(ctx, pid, still, d, network, addr)
 }
 
 // holdsAddrs checks, inside a namespace, that the container's addresses

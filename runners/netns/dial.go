@@ -23,10 +23,13 @@ import (
 const nsfsMagic = 0x6e736673
 
 // Dial opens a connection to addr (an address literal and port) over
-// network ("tcp", "tcp4", "tcp6", "udp", ...) from inside the network
-// namespace of the host process pid (see Do for still). ctx bounds the
-// dial.
-func Dial(ctx context.Context, pid int, still func(context.Context) error, network, addr string) (net.Conn, error) {
+// network ("tcp", "tcp4", "tcp6", "udp", ...) with d (nil: a plain
+// dialer) from inside the network namespace of the host process pid (see
+// Do for still). ctx bounds the dial.
+func Dial(ctx context.Context, pid int, still func(context.Context) error, d *net.Dialer, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
 	// An address literal only: a name would be resolved by whatever the
 	// namespace's resolver is, and the dial must reach exactly addr.
 	if _, err := netip.ParseAddrPort(addr); err != nil {
@@ -34,7 +37,6 @@ func Dial(ctx context.Context, pid int, still func(context.Context) error, netwo
 	}
 	var c net.Conn
 	err := Do(ctx, pid, still, func() error {
-		var d net.Dialer
 		var err error
 		c, err = d.DialContext(ctx, network, addr)
 		return err

@@ -78,7 +78,7 @@ func ctx1s(t *testing.T) context.Context {
 func TestDialOwnNamespaceConnects(t *testing.T) {
 	needRoot(t)
 	_, addr := listen(t)
-	c, err := Dial(ctx1s(t), os.Getpid(), nil, "tcp", addr)
+	c, err := Dial(ctx1s(t), os.Getpid(), nil, nil, "tcp", addr)
 	if err != nil {
 		t.Fatalf("dialing %s from the test's own namespace: %v", addr, err)
 	}
@@ -97,7 +97,7 @@ func TestDialFreshNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = Dial(ctx1s(t), pid, nil, "tcp", hostAddr)
+	_, err = Dial(ctx1s(t), pid, nil, nil, "tcp", hostAddr)
 	var oe *net.OpError
 	if err == nil || !errors.As(err, &oe) {
 		t.Fatalf("dial of the host's listener %s from a fresh namespace: want a dial error (*net.OpError), got %v", hostAddr, err)
@@ -120,7 +120,7 @@ func TestDialFreshNamespace(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := Dial(ctx1s(t), pid, nil, "tcp", inside.Addr().String())
+	c, err := Dial(ctx1s(t), pid, nil, nil, "tcp", inside.Addr().String())
 	if err != nil {
 		t.Fatalf("dial of the namespace's own listener %s: %v", inside.Addr(), err)
 	}
@@ -149,17 +149,17 @@ func TestDialRefusesStalePidAndNames(t *testing.T) {
 	needRoot(t)
 	_, addr := listen(t)
 	stale := errors.New("init changed")
-	if _, err := Dial(ctx1s(t), os.Getpid(), func(context.Context) error { return stale }, "tcp", addr); !errors.Is(err, stale) {
+	if _, err := Dial(ctx1s(t), os.Getpid(), func(context.Context) error { return stale }, nil, "tcp", addr); !errors.Is(err, stale) {
 		t.Errorf("dial with a stale pid: want %v, got %v", stale, err)
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	if _, err := Dial(ctx1s(t), os.Getpid(), nil, "tcp", "localhost:"+port); err == nil {
+	if _, err := Dial(ctx1s(t), os.Getpid(), nil, nil, "tcp", "localhost:"+port); err == nil {
 		t.Error("a host name was dialled; want an address literal only")
 	}
-	if _, err := Dial(ctx1s(t), 0, nil, "tcp", addr); err == nil {
+	if _, err := Dial(ctx1s(t), 0, nil, nil, "tcp", addr); err == nil {
 		t.Error("pid 0 was entered")
 	}
-	if _, err := Dial(ctx1s(t), 1<<30, nil, "tcp", addr); err == nil || !strings.Contains(err.Error(), "/proc/"+strconv.Itoa(1<<30)) {
+	if _, err := Dial(ctx1s(t), 1<<30, nil, nil, "tcp", addr); err == nil || !strings.Contains(err.Error(), "/proc/"+strconv.Itoa(1<<30)) {
 		t.Errorf("a pid that does not exist: want an error naming its ns file, got %v", err)
 	}
 }

@@ -14,7 +14,7 @@ var _ runners.NetNSDialer = (*Sandbox)(nil)
 // DialFromSandbox dials addr from the network namespace of the sandbox's
 // first process (the harness's namespace for it, or the host's own where
 // the target gives it none).
-func (sb *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (net.Conn, error) {
+func (sb *Sandbox) DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	pid, err := sb.HostPID(ctx)
 	if err != nil {
 		return nil, err
@@ -25,5 +25,5 @@ func (sb *Sandbox) DialFromSandbox(ctx context.Context, network, addr string) (n
 		}
 		return nil
 	}
-	return netns.Dial(ctx, pid, still, network, addr)
+	return netns.Dial(ctx, pid, still, d, network, addr)
 }
