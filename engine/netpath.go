@@ -415,10 +415,16 @@ func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
 	}
 	o.s.paths.mu.Lock()
 	defer o.s.paths.mu.Unlock()
+	return []evidence.Item{pathFact(kind, c, tries, o.s.paths.m)}
+}
+
+// pathFact reads the attempts of one path kind: open where any got
+// through, unknown where any could not tell, closed otherwise.
+func pathFact(kind string, c netpathCheck, tries []pathTry, found map[string]pathDial) evidence.Item {
 	var opened, closed, unknown, all []string
 	for _, t := range tries {
 		all = append(all, t.String())
-		r, done := o.s.paths.m[t.String()]
+		r, done := found[t.String()]
 		switch {
 		case !done:
 			unknown = append(unknown, t.String()+" not tried")
@@ -447,7 +453,7 @@ func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
 			it.Indicates = probes.Blocked
 		}
 	}
-	return []evidence.Item{it}
+	return it
 }
 
 // ownDials are the host's own attempts from sandboxes' namespaces, so that

@@ -13,6 +13,9 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/sandcheck/sandcheck/canary"
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/netharness"
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 // loopDialer stands for a sandbox's namespace with the test's own loopback:
@@ -181,5 +184,56 @@ func TestOwnAttemptHitsAreTheHosts(t *testing.T) {
 	other.Close()
 	if got := e.hitEvent(canary.Hit{Remote: <-remotes}); got != "canary-hit" {
 		t.Errorf("a connection the host did not make for a path streams as %s, want canary-hit", got)
+	}
+}
+
+// A path kind's fact: any attempt through is open (and indicates nothing:
+// a path is no escape); every attempt refused or unreachable is closed,
+// confirming blocked only where the attempts are the probe's own
+// transport; an attempt that could not tell leaves it unknown.
+func TestPathFact(t *testing.T) {
+	p := probes.Params{OutsideAddr: "198.51.100.10"}
+	tries := netpathChecks["netpath:outside"].tries(p)
+	if len(tries) != len(netharness.SinkTCPPorts) {
+		t.Fatalf("netpath:outside tries %v, want every sink port", tries)
+	}
+	all := func(r pathDial) map[string]pathDial {
+		m := map[string]pathDial{}
+		for _, tr := range tries {
+			m[tr.String()] = r
+		}
+		return m
+	}
+	closed := all(pathDial{how: "refused"})
+	if it := pathFact("netpath:outside", netpathChecks["netpath:outside"], tries, closed); it.Kind != "netpath-closed" || it.Indicates != probes.Blocked || it.Source != evidence.SourceRuntime {
+		t.Errorf("all refused (TCP probe): %+v, want runtime/netpath-closed indicating blocked", it)
+	}
+	if it := pathFact("netpath:outside-route", netpathChecks["netpath:outside-route"], tries, closed); it.Kind != "netpath-closed" || it.Indicates != "" {
+		t.Errorf("all refused (a UDP/ICMP probe's route): %+v, want netpath-closed indicating nothing", it)
+	}
+	one := all(pathDial{how: "refused"})
+	one[tries[3].String()] = pathDial{open: true, how: "connected"}
+	it := pathFact("netpath:outside", netpathChecks["netpath:outside"], tries, one)
+	if it.Kind != "netpath-open" || it.Indicates != "" || !strings.Contains(it.Data["open"], tries[3].addr) || !strings.Contains(it.Summary, tries[3].addr) {
+		t.Errorf("one port open: %+v, want netpath-open naming %s", it, tries[3].addr)
+	}
+	unk := all(pathDial{how: "refused"})
+	unk[tries[0].String()] = pathDial{unknown: true, how: "no namespace"}
+	if it := pathFact("netpath:outside", netpathChecks["netpath:outside"], tries, unk); it.Kind != "netpath-unknown" || it.Indicates != "" {
+		t.Errorf("one attempt could not tell: %+v, want netpath-unknown", it)
+	}
+	if it := pathFact("netpath:outside", netpathChecks["netpath:outside"], tries, map[string]pathDial{}); it.Kind != "netpath-unknown" {
+		t.Errorf("nothing tried: %+v, want netpath-unknown", it)
+	}
+}
+
+// Only addresses the harness holds are ever tried; with no harness network
+// nothing is.
+func TestNetpathAllowedNeedsTheHarness(t *testing.T) {
+	e := &Engine{}
+	for _, tr := range []pathTry{{how: "tcp", addr: "198.51.100.10:80"}, {how: "tcp", addr: "192.0.2.1:53"}, {how: "connect", addr: "198.51.100.10:3128", target: "192.0.2.1:443"}} {
+		if e.netpathAllowed(tr) {
+			t.Errorf("%s allowed with no harness network", tr)
+		}
 	}
 }
