@@ -40,7 +40,11 @@ import (
 // the box is gone once its batch ends (a namespace file held past that
 // would show a namespace the runtime had emptied, every path
 // "unreachable", a false confirmation); and it is the path as the platform
-// made it, before the hostile code could touch its own routes.
+// made it, before the probe's code could change it. (A first process is
+// the probe binary itself, held at its go-ahead; a box that may change its
+// own routes and filters (NET_ADMIN in its namespace) could close them for
+// the dial and open them again, which the runtime view's capabilities show
+// and the hardened-runtime criterion fails on its own.)
 
 // netpathTimeout bounds one dial: a path that drops packets costs this
 // much, once per address and sandbox (the dials run together).
