@@ -69,6 +69,9 @@ type Engine struct {
 	ahead   aheads
 	closing sync.WaitGroup
 
+	// own are the host's own dials from sandboxes' namespaces (netpath.go).
+	own ownDials
+
 	batchOnce sync.Once
 	batch     map[string]batchResult // the shared batch's results (batch.go)
 	// runCtx is the run's context (set by Run): a batch runs under it, not
@@ -92,6 +95,8 @@ type sandbox struct {
 	// killed is set (under Engine.mu) when the platform killed the sandbox
 	// under a probe (runners.KilledError); it is then replaced.
 	killed bool
+	// paths are the dials from the sandbox's network namespace (netpath.go).
+	paths netpaths
 }
 
 // New loads the target, prepares the run folder, the probe delivery
@@ -203,7 +208,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		if e.net, err = netharness.Create(ctx, netharness.Options{RunID: runID, Logger: e.log, Docker: cli, Egress: tg.EgressProfile(), KubeTokens: e.creds.kubeTokens()}); err != nil {
 			return nil, fmt.Errorf("creating harness network: %w", err)
 		}
-		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit("canary-hit", h) })
+		e.net.Recorder().OnHit(func(h canary.Hit) { e.emit(e.hitEvent(h), h) }) // netpath.go: the host's own dials apart
 		if j, ok := e.runner.(netharness.Joiner); ok {
 			j.JoinHarness(e.net)
 		}
@@ -471,6 +476,7 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 	if err := e.startHelpers(ctx, sb, specs); err != nil {
 		return nil, "", nil, err
 	}
+	e.dialPaths(ctx, sb, specs) // netpath.go: the box's paths before its code runs
 	// start watched the sandbox; only now may the task begin.
 	if err := e.goAhead(token); err != nil {
 		return nil, "", nil, err
@@ -527,6 +533,7 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	if err != nil {
 		return err
 	}
+	e.dialPaths(ctx, s, []probes.Spec{spec}) // netpath.go
 	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
 		if errors.Is(err, runners.ErrExecStuck) {

@@ -42,6 +42,15 @@ var observers = map[string]observer{
 	"runtime:execd-published":   platformObserver,
 	"runtime:carryover-keyring": carryoverObserver, "runtime:carryover-processes": carryoverObserver, "runtime:carryover-scratch": carryoverObserver,
 	"runtime:scratch-limits": scratchLimitsObserver,
+	// The host's own dials from the sandbox's network namespace (netpath.go).
+	"netpath:metadata": netpathObserver, "netpath:metadata6": netpathObserver, "netpath:ecs": netpathObserver,
+	"netpath:alibaba": netpathObserver, "netpath:kube-api": netpathObserver, "netpath:outside": netpathObserver,
+	"netpath:outside-route": netpathObserver, "netpath:outside6": netpathObserver, "netpath:mirror": netpathObserver,
+	"netpath:other-resolver": netpathObserver, "netpath:dns-alt": netpathObserver, "netpath:dot": netpathObserver,
+	"netpath:doh": netpathObserver, "netpath:gateway-services": netpathObserver, "netpath:neighbour": netpathObserver,
+	"netpath:resolver-zone-udp": netpathObserver, "netpath:resolver-zone-tcp": netpathObserver,
+	"netpath:proxy-outside": netpathObserver, "netpath:proxy-mirror": netpathObserver,
+	"netpath:broker": netpathObserver, "netpath:broker-no-token": netpathObserver,
 	// The broker's record (broker.go); replay is gathered after close.
 	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:revocation": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {

@@ -25,6 +25,12 @@ func hostItem(hint string, indicates probes.Outcome) evidence.Item {
 		it.Kind = "teardown." + kind
 		it.Data = map[string]string{"precondition": "no-avenue"}
 	}
+	if source == "netpath" {
+		// As the engine writes a path fact (engine/netpath.go): the host's
+		// dial from the sandbox's namespace found the path closed.
+		it.Source, it.Kind = evidence.SourceRuntime, "netpath-closed"
+		it.Data = map[string]string{"path": kind}
+	}
 	if strings.HasPrefix(kind, "carryover-") {
 		// The check ran in a fresh box the plant's could not reach.
 		it.Data = map[string]string{"precondition": "no-avenue"}

@@ -20,6 +20,14 @@ var hostKinds = map[string]string{
 	"inputs:intact": "", "inputs:read": "", "output:release": "", "output:workload": "",
 	"canary:broker": "", "canary:dns": "", "canary:kube-api": "", "canary:metadata": "",
 	"canary:proxy": "", "canary:sink": "",
+	// The host's dials from the sandbox's network namespace: a runner that
+	// cannot enter it gives no fact, so no need is implied.
+	"netpath:alibaba": "", "netpath:dns-alt": "", "netpath:doh": "", "netpath:dot": "", "netpath:ecs": "",
+	"netpath:gateway-services": "", "netpath:kube-api": "", "netpath:metadata": "", "netpath:metadata6": "",
+	"netpath:mirror": "", "netpath:neighbour": "", "netpath:other-resolver": "", "netpath:outside": "",
+	"netpath:outside-route": "", "netpath:outside6": "",
+	"netpath:resolver-zone-udp": "", "netpath:resolver-zone-tcp": "", "netpath:proxy-outside": "", "netpath:proxy-mirror": "",
+	"netpath:broker": "", "netpath:broker-no-token": "",
 	"runtime:carryover-keyring": "", "runtime:carryover-processes": "", "runtime:carryover-scratch": "",
 	"runtime:caps": "", "runtime:confinement": "", "runtime:devices": "", "runtime:env": "", "runtime:execd-published": "",
 	"runtime:host-cgroup": "", "runtime:host-kernel": "", "runtime:hostname": "", "runtime:labels": "",

@@ -2,6 +2,7 @@ package runners
 
 import (
 	"context"
+	"net"
 
 	"github.com/sandcheck/sandcheck/probes"
 )
@@ -104,4 +105,17 @@ type KilledError struct {
 
 func (e *KilledError) Error() string {
 	return "the platform killed the sandbox under the command: " + e.Account
+}
+
+// NetNSDialer is implemented by sandboxes whose network namespace the host
+// can enter (a host process of the sandbox lives in it): a connection the
+// host dials there starts where the sandbox's own would, through its
+// routes and the rules that filter them, but not through anything the box
+// does to itself in-process (its seccomp filter, a wrapper's proxy).
+type NetNSDialer interface {
+	// DialFromSandbox opens a connection to addr (an address literal and
+	// port) over network with d, from inside the sandbox's network
+	// namespace; an error that is no dial error (net.OpError) means the
+	// namespace could not be entered.
+	DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error)
 }

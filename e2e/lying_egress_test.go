@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
+)
+
+// noPathProbes are the egress and metadata probes with no network path for
+// the host to dial: metadata.k8s-service-account reads a token file the
+// platform mounts (a host-mount fact, not a path).
+var noPathProbes = map[string]bool{"metadata.k8s-service-account": true}
+
+// junitCases reads the run's JUnit file: each probe's test case and the
+// failure messages it carries (none: the probe passed).
+func junitCases(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []struct {
+				Name     string `xml:"name,attr"`
+				Failures []struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	out := map[string][]string{}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			msgs := out[c.Name]
+			for _, f := range c.Failures {
+				msgs = append(msgs, f.Message)
+			}
+			out[c.Name] = msgs
+		}
+	}
+	return out
+}
+
+// TestBlockedEverywhereCannotCloseOpenPaths runs the probe binary that
+// answers "blocked" for every probe against the weak reference, whose
+// network reaches every harness canary, on the egress and metadata
+// families. The canaries see nothing (the liar sends nothing), and absence
+// is no evidence: before each probe the host dials, from the sandbox's own
+// network namespace, the canary addresses the probe is handed and finds
+// them open. On the landed main before this test every one of those
+// probes read "blocked as expected". Each must now be named unconfirmed
+// for the open path, none may pass, and the run must exit 1.
+func TestBlockedEverywhereCannotCloseOpenPaths(t *testing.T) {
+	binDir(t)
+	liar := forgeBinary(t, "blocked-all")
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
+		"--label-filter", "egress || metadata")
+	rec := r.mustRecord(t)
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want exit 1 and a failing verdict", r.code, rec.Verdict)
+	}
+	var reasons []string
+	for _, c := range rec.Verdict.Criteria {
+		reasons = append(reasons, c.Reasons...)
+	}
+	cases := junitCases(t, r.out)
+	checked := 0
+	for i, res := range rec.Results {
+		if res.Category != "egress" && res.Category != "metadata" {
+			t.Errorf("%s ran though the filter selects egress and metadata only", res.Probe)
+			continue
+		}
+		if res.Outcome == probes.NotApplicable || noPathProbes[res.Probe] {
+			continue // another platform's probe; a probe with no path
+		}
+		if eff := rec.Effective(i); eff != probes.Blocked {
+			t.Errorf("%s: effective %s, want the liar's blocked (the test must reach the path rule)", res.Probe, eff)
+		}
+		it, ok := hostItem(res, evidence.SourceRuntime, "netpath-open")
+		if !ok || it.Data["open"] == "" {
+			t.Errorf("%s: no runtime/netpath-open item with the open path (evidence %+v)", res.Probe, res.Evidence)
+			continue
+		}
+		want := "probe " + res.Probe + " reported blocked but no host fact confirms it, and the path is open: runtime/netpath-open: "
+		if !named(reasons, want) {
+			t.Errorf("%s is not named unconfirmed for the open path %s; reasons %q", res.Probe, it.Data["open"], reasons)
+		}
+		if named(reasons, "probe "+res.Probe+" blocked as expected") {
+			t.Errorf("%s passes on the liar's word", res.Probe)
+		}
+		msgs, ok := cases[res.Probe]
+		if !ok || len(msgs) == 0 {
+			t.Errorf("%s: its JUnit case passes (failures %q); want it failed unconfirmed", res.Probe, msgs)
+		} else if !named(msgs, want) {
+			t.Errorf("%s: its JUnit failures %q do not name the open path", res.Probe, msgs)
+		}
+		checked++
+	}
+	// 21 egress and 12 metadata probes have a path on this runner.
+	if checked < 30 {
+		t.Errorf("only %d egress and metadata probes were checked; want the families' network probes (30 or more)", checked)
+	}
+}
+
+// TestHonestReferencesKeepTheirPaths runs the honest probe on the egress
+// and metadata families of the hardened reference (no network: the host
+// has no path to dial and today's grading stands) and of the mirror-only
+// reference (the harness network, egress limited to the package mirror:
+// the host finds every other path closed, which confirms the probes'
+// blocked, and the mirror's open, where the probe escapes as the profile
+// demands). Both must pass.
+func TestHonestReferencesKeepTheirPaths(t *testing.T) {
+	binDir(t)
+	for _, target := range []string{"hardened", "mirror-only"} {
+		t.Run(target, func(t *testing.T) {
+			r := sandcheck(t, "run", "--target", "fixtures/targets/"+target+".yaml", "--quiet",
+				"--label-filter", "egress || metadata")
+			rec := r.mustRecord(t)
+			if r.code != 0 || rec.Verdict == nil || !rec.Verdict.Pass {
+				var reasons []string
+				if rec.Verdict != nil {
+					for _, c := range rec.Verdict.Criteria {
+						reasons = append(reasons, c.Reasons...)
+					}
+				}
+				t.Fatalf("the honest %s run gave exit %d; want 0. Reasons:\n%s", target, r.code, strings.Join(reasons, "\n"))
+			}
+			closed := 0
+			for _, res := range rec.Results {
+				if _, ok := hostItem(res, evidence.SourceRuntime, "netpath-open"); ok && res.Outcome == probes.Blocked {
+					t.Errorf("%s: blocked with an open path, yet the run passed", res.Probe)
+				}
+				if _, ok := hostItem(res, evidence.SourceRuntime, "netpath-closed"); ok {
+					closed++
+				}
+			}
+			if target == "mirror-only" && closed < 30 {
+				t.Errorf("mirror-only: %d probes with a closed path; want the families' network probes (30 or more)", closed)
+			}
+			if target == "hardened" && closed != 0 {
+				t.Errorf("hardened (no network): %d path facts; the host has no harness network to dial there", closed)
+			}
+		})
+	}
+}

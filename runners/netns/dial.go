@@ -1,0 +1,120 @@
+// Package netns dials from inside a sandbox's network namespace: the host
+// enters the namespace on one locked OS thread, opens its socket there (a
+// socket belongs for life to the namespace it was made in) and returns to
+// its own. What a sandbox's own code could reach over that path, the host
+// can then check without trusting anything the box says.
+//
+// It is the one place that talks to the kernel about network namespaces.
+package netns
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// nsfsMagic is the file system type of namespace files (NSFS_MAGIC).
+const nsfsMagic = 0x6e736673
+
+// Dial opens a connection to addr (an address literal and port) over
+// network ("tcp", "tcp4", "tcp6", "udp", ...) with d (nil: a plain
+// dialer) from inside the network namespace of the host process pid (see
+// Do for still). ctx bounds the dial.
+func Dial(ctx context.Context, pid int, still func(context.Context) error, d *net.Dialer, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	// An address literal only: a name would be resolved by whatever the
+	// namespace's resolver is, and the dial must reach exactly addr.
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return nil, fmt.Errorf("dialing %q from a sandbox's network namespace: not an address and port: %w", addr, err)
+	}
+	var c net.Conn
+	err := Do(ctx, pid, still, func() error {
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	if err != nil && c != nil {
+		c.Close()
+		c = nil
+	}
+	return c, err
+}
+
+// Do runs fn inside the network namespace of the host process pid, on an
+// OS thread of its own; sockets fn makes belong to that namespace for
+// life. The namespace file is opened by pid in the host's /proc, never
+// through a path of the sandbox's own file system. still is called once the
+// namespace file is held and must say whether pid is still the sandbox's (a
+// pid that ended and was reused would name another namespace); an error
+// from it ends Do before the namespace is entered. fn must not start
+// goroutines of its own that make sockets.
+func Do(ctx context.Context, pid int, still func(context.Context) error, fn func() error) error {
+	if pid <= 0 {
+		return fmt.Errorf("entering the network namespace of pid %d: no such process", pid)
+	}
+	ns, err := openNS("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	if still != nil {
+		if err := still(ctx); err != nil {
+			return fmt.Errorf("entering the network namespace of pid %d: %w", pid, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- runIn(ns, fn) }()
+	return <-done
+}
+
+// openNS opens a namespace file and checks that it is one.
+func openNS(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("checking %s: %w", path, err)
+	}
+	if st.Type != nsfsMagic {
+		f.Close()
+		return nil, fmt.Errorf("checking %s: not a namespace file", path)
+	}
+	return f, nil
+}
+
+// runIn runs on a goroutine of its own, locked to its OS thread for as long
+// as the thread is in the other namespace. If the thread cannot return to
+// the host's namespace it stays locked, and the runtime ends it with the
+// goroutine instead of handing it to other code.
+func runIn(ns *os.File, fn func() error) error {
+	runtime.LockOSThread()
+	own, err := openNS("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer own.Close()
+	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("entering the sandbox's network namespace: %w", err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread is lost to the host: never unlocked, it dies with
+		// this goroutine.
+		return fmt.Errorf("returning to the host's network namespace (after %v): %w", ferr, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
