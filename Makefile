@@ -85,17 +85,19 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 		took+=("$$(printf '%-20s %5d s' "$$name" "$$((SECONDS - t))")")
 		echo "=== make test: $$name took $$((SECONDS - t)) s"
 	}
-	stage setup $(MAKE) --no-print-directory setup
-	stage build $(MAKE) --no-print-directory build images
 	# The cluster's binaries (about 13 min of two cores when nothing is
-	# cached) build in the background at the lowest CPU priority, on the
-	# cycles the suites below leave idle while they wait on sandboxes; the
-	# cluster stage waits for that build, and builds in the foreground what
-	# it did not finish. Its own session, so a failing stage ends it.
+	# cached) build in the background from the start, at the lowest CPU
+	# priority: on the cores setup leaves idle while it installs packages,
+	# then on the cycles the suites below leave idle while they wait on
+	# sandboxes; the cluster stage waits for that build, and builds in the
+	# foreground what it did not finish. Its own session, so a failing
+	# stage ends it.
 	cluster_log=$$(mktemp /tmp/sandcheck-cluster-build.XXXXXX)
 	setsid nice -n 19 bash scripts/cluster/build.sh $(BIN)/cluster >"$$cluster_log" 2>&1 </dev/null &
 	cluster_pid=$$!
 	trap 'kill -- -$$cluster_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
+	stage setup $(MAKE) --no-print-directory setup
+	stage build $(MAKE) --no-print-directory build images
 	stage lint $(MAKE) --no-print-directory lint
 	stage script-test $(MAKE) --no-print-directory script-test
 	stage go-test env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
