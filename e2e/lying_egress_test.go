@@ -11,10 +11,11 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
-// noPathProbes are the egress and metadata probes with no network path for
+// fileProbes are the egress and metadata probes with no network path for
 // the host to dial: metadata.k8s-service-account reads a token file the
-// platform mounts (a host-mount fact, not a path).
-var noPathProbes = map[string]bool{"metadata.k8s-service-account": true}
+// platform mounts. Its host fact is the runtime's mount of the file the
+// harness planted (runtime/honeytoken-exposed).
+var fileProbes = map[string]bool{"metadata.k8s-service-account": true}
 
 // junitCases reads the run's JUnit file: each probe's test case and the
 // failure messages it carries (none: the probe passed).
@@ -79,8 +80,23 @@ func TestBlockedEverywhereCannotCloseOpenPaths(t *testing.T) {
 			t.Errorf("%s ran though the filter selects egress and metadata only", res.Probe)
 			continue
 		}
-		if res.Outcome == probes.NotApplicable || noPathProbes[res.Probe] {
-			continue // another platform's probe; a probe with no path
+		if res.Outcome == probes.NotApplicable {
+			continue // another platform's probe
+		}
+		if fileProbes[res.Probe] {
+			// The weak box mounts the planted token where the kubelet
+			// would: the liar's "blocked" beside it is unconfirmed.
+			want := "probe " + res.Probe + " reported blocked but no host fact confirms it, and the planted file is in the box: runtime/honeytoken-exposed: "
+			if _, ok := hostItem(res, evidence.SourceRuntime, "honeytoken-exposed"); !ok {
+				t.Errorf("%s: no runtime/honeytoken-exposed item (evidence %+v)", res.Probe, res.Evidence)
+			} else if !named(reasons, want) || len(cases[res.Probe]) == 0 {
+				t.Errorf("%s is not named unconfirmed for the mounted token; reasons %q, JUnit failures %q", res.Probe, reasons, cases[res.Probe])
+			}
+			if named(reasons, "probe "+res.Probe+" blocked as expected") {
+				t.Errorf("%s passes on the liar's word", res.Probe)
+			}
+			checked++
+			continue
 		}
 		if eff := rec.Effective(i); eff != probes.Blocked {
 			t.Errorf("%s: effective %s, want the liar's blocked (the test must reach the path rule)", res.Probe, eff)

@@ -35,6 +35,9 @@ type honeySecret struct {
 	probe string // the catalog ID whose finding it proves
 	what  string // where it was planted, for the evidence
 	value string
+	// file is the host path of the planted file that holds it; "" for a
+	// secret handed over another way (the environment, the holder).
+	file string
 }
 
 // creds is the run's planted credentials: unique to the run, known only to
@@ -112,7 +115,7 @@ func plantCreds(runDir string) (*creds, error) {
 			return nil, err
 		}
 		for what, v := range f.secrets {
-			c.secrets = append(c.secrets, honeySecret{probe: f.probe, what: what, value: v})
+			c.secrets = append(c.secrets, honeySecret{probe: f.probe, what: what, value: v, file: filepath.Join(home, f.rel)})
 		}
 	}
 	sa := filepath.Join(runDir, ServiceAccountDir)
@@ -122,7 +125,7 @@ func plantCreds(runDir string) (*creds, error) {
 			return nil, err
 		}
 	}
-	c.secrets = append(c.secrets, honeySecret{probe: "metadata.k8s-service-account", what: "service-account token", value: saToken})
+	c.secrets = append(c.secrets, honeySecret{probe: "metadata.k8s-service-account", what: "service-account token", value: saToken, file: filepath.Join(sa, "token")})
 	c.saToken = saToken
 	return c, nil
 }

@@ -69,7 +69,11 @@ var observers = map[string]observer{
 		return e.outputEvidence(o.spec, o.token)
 	},
 	"honeytoken": func(e *Engine, _ string, o observation) []evidence.Item {
-		return maybe(e.creds.check(o.spec.ID, o.token, o.self.Fields["proofs"]))
+		items := maybe(e.creds.check(o.spec.ID, o.token, o.self.Fields["proofs"]))
+		if o.s != nil {
+			items = append(items, maybe(e.creds.exposure(o.spec.ID, o.s.view))...)
+		}
+		return items
 	},
 	"agent-socket": func(e *Engine, _ string, o observation) []evidence.Item {
 		if e.creds == nil || e.creds.agent == nil {

@@ -287,6 +287,7 @@ pass_result contains finding(c, g.result.probe, msg) if {
 	g.effective == g.expected
 	not unsettled_absence(g) # teardown.rego: absence is not evidence
 	not unsettled_path(g) # netpath.rego: blocked against an open path
+	not unsettled_exposure(g) # exposure.rego: blocked beside a planted file in the box
 	some c in g.criteria
 	msg := sprintf("probe %s %s as expected%s", [g.result.probe, g.effective, confirmation(g)])
 }
