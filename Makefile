@@ -30,7 +30,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup setup-run build probe-embed release images run test unit fuzz bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release images run test unit fuzz fuzz-warm bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -100,7 +100,16 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	stage build $(MAKE) --no-print-directory build images
 	stage lint $(MAKE) --no-print-directory lint
 	stage script-test $(MAKE) --no-print-directory script-test
+	# The fuzz targets' instrumented builds (the whole dependency graph of
+	# each fuzzed package, compiled again with coverage counters: minutes
+	# of CPU) are made in the background while the suites wait on
+	# sandboxes, at the lowest priority; the fuzz stage then fuzzes from the
+	# warm cache at full priority.
+	setsid nice -n 19 $(MAKE) --no-print-directory fuzz-warm >/dev/null 2>&1 </dev/null &
+	fuzz_pid=$$!
+	trap 'kill -- -$$cluster_pid 2>/dev/null || true; kill -- -$$fuzz_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
 	stage go-test env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
+	wait "$$fuzz_pid" || true
 	stage fuzz $(MAKE) --no-print-directory fuzz
 	wait_build() {
 		wait "$$cluster_pid" || echo "=== make test: the background cluster build failed (its log below); the cluster stage builds again"
@@ -147,6 +156,15 @@ FUZZ_TARGETS = probes:FuzzParseResults targets:FuzzParse internal/yamlbound:Fuzz
 # is still answering (CI saw it on FuzzSinkHello and FuzzParseResults, no
 # input failing). Such a run, and only one that wrote no failing input, is
 # made again, up to three tries in all; a third one fails.
+# fuzz-warm builds, for each fuzzed package, the instrumented test binary
+# `fuzz` needs (one execution of one target each), so that `make test` can
+# compile them in the background; its failures are fuzz's to report.
+fuzz-warm: ## build the fuzz targets' instrumented test binaries into the build cache (make test runs it in the background)
+	@for pkg in $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t))))); do
+		target=$$(printf '%s\n' $(FUZZ_TARGETS) | grep -m1 "^$$pkg:" | cut -d: -f2)
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime 1x ./$$pkg >/dev/null 2>&1 || true
+	done
+
 fuzz: ## run every fuzz target for FUZZTIME each (parsers of probe output, targets, waivers, canaries, copy-out)
 	@for t in $(FUZZ_TARGETS); do
 		for try in 1 2 3; do
