@@ -2,7 +2,6 @@ package bwrap
 
 import (
 	"context"
-	"fmt"
 	"net"
 
 	"github.com/sandcheck/sandcheck/runners"
@@ -14,15 +13,5 @@ var _ runners.NetNSDialer = (*Sandbox)(nil)
 // DialFromSandbox dials addr from the network namespace of the sandbox's
 // first process (bwrap's init, inside the namespace the box was given).
 func (sb *Sandbox) DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	pid, err := sb.HostPID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	still := func(ctx context.Context) error {
-		if _, err := sb.HostPID(ctx); err != nil {
-			return fmt.Errorf("pid %d: %w", pid, err)
-		}
-		return nil
-	}
-	return netns.Dial(ctx, pid, still, d, network, addr)
+	return netns.DialAsPID(ctx, sb.HostPID, d, network, addr)
 }

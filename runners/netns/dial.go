@@ -25,6 +25,23 @@ const nsfsMagic = 0x6e736673
 // Dial opens a connection to addr (an address literal and port) over
 // network ("tcp", "tcp4", "tcp6", "udp", ...) with d (nil: a plain
 // dialer) from inside the network namespace of the host process pid (see
+// DialAsPID is Dial for a sandbox that names its first process's host pid
+// through hostPID: the pid is looked up, and looked up again once the
+// namespace file is held, so a pid that left the sandbox is refused.
+func DialAsPID(ctx context.Context, hostPID func(context.Context) (int, error), d *net.Dialer, network, addr string) (net.Conn, error) {
+	pid, err := hostPID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	still := func(ctx context.Context) error {
+		if now, err := hostPID(ctx); err != nil || now != pid {
+			return fmt.Errorf("pid %d is no longer the sandbox's (now %d): %v", pid, now, err)
+		}
+		return nil
+	}
+	return Dial(ctx, pid, still, d, network, addr)
+}
+
 // Do for still). ctx bounds the dial.
 func Dial(ctx context.Context, pid int, still func(context.Context) error, d *net.Dialer, network, addr string) (net.Conn, error) {
 	if d == nil {
