@@ -106,6 +106,7 @@ var wrapperReferences = []wrapperReference{
 // defaults must differ where a user namespace mapping to an unprivileged
 // user makes the difference.
 func TestWrapperReferences(t *testing.T) {
+	binDir(t) // skips in -short mode, where the comparisons below have no runs
 	ensureAgentAccount(t)
 	recs := map[string]*evidence.Record{}
 	for _, ref := range wrapperReferences {
