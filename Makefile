@@ -109,7 +109,8 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	fuzz_pid=$$!
 	trap 'kill -- -$$cluster_pid 2>/dev/null || true; kill -- -$$fuzz_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
 	stage go-test env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
-	wait "$$fuzz_pid" || true
+	wait_fuzz_warm() { wait "$$fuzz_pid" || true; }
+	stage fuzz-warm-wait wait_fuzz_warm
 	stage fuzz $(MAKE) --no-print-directory fuzz
 	wait_build() {
 		wait "$$cluster_pid" || echo "=== make test: the background cluster build failed (its log below); the cluster stage builds again"
