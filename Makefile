@@ -161,9 +161,11 @@ FUZZ_TARGETS = probes:FuzzParseResults targets:FuzzParse internal/yamlbound:Fuzz
 # `fuzz` needs (one execution of one target each), so that `make test` can
 # compile them in the background; its failures are fuzz's to report.
 fuzz-warm: ## build the fuzz targets' instrumented test binaries into the build cache (make test runs it in the background)
-	@for pkg in $(sort $(foreach t,$(FUZZ_TARGETS),$(firstword $(subst :, ,$(t))))); do
-		target=$$(printf '%s\n' $(FUZZ_TARGETS) | grep -m1 "^$$pkg:" | cut -d: -f2)
-		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime 1x ./$$pkg >/dev/null 2>&1 || true
+	@seen=" "
+	for t in $(FUZZ_TARGETS); do
+		[[ $$seen == *" $${t%%:*} "* ]] && continue
+		seen+="$${t%%:*} "
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime 1x ./$${t%%:*} >/dev/null 2>&1 || true
 	done
 
 fuzz: ## run every fuzz target for FUZZTIME each (parsers of probe output, targets, waivers, canaries, copy-out)

@@ -61,18 +61,7 @@ func junitCases(t *testing.T, dir string) map[string][]string {
 // probes read "blocked as expected". Each must now be named unconfirmed
 // for the open path, none may pass, and the run must exit 1.
 func TestBlockedEverywhereCannotCloseOpenPaths(t *testing.T) {
-	binDir(t)
-	liar := forgeBinary(t, "blocked-all")
-	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
-		"--label-filter", "egress || metadata")
-	rec := r.mustRecord(t)
-	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
-		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want exit 1 and a failing verdict", r.code, rec.Verdict)
-	}
-	var reasons []string
-	for _, c := range rec.Verdict.Criteria {
-		reasons = append(reasons, c.Reasons...)
-	}
+	r, rec, reasons := blockedEverywhere(t, "--label-filter", "egress || metadata")
 	cases := junitCases(t, r.out)
 	checked := 0
 	for i, res := range rec.Results {

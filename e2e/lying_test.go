@@ -118,18 +118,7 @@ func TestForgedTerminalLines(t *testing.T) {
 // confirmed, each is named unconfirmed with the marker it lacks, and the
 // run fails.
 func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
-	binDir(t)
-	liar := forgeBinary(t, "blocked-all")
-	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
-		"--label-filter", "teardown || persistence")
-	rec := r.mustRecord(t)
-	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
-		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
-	}
-	var reasons []string
-	for _, c := range rec.Verdict.Criteria {
-		reasons = append(reasons, c.Reasons...)
-	}
+	_, rec, reasons := blockedEverywhere(t, "--label-filter", "teardown || persistence")
 	spec := map[string]probes.Spec{}
 	for _, s := range probes.Catalog() {
 		spec[s.ID] = s
@@ -186,17 +175,8 @@ func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
 // fact (the check ran in the plant's own box) does not confirm it: each is
 // named unconfirmed and bounded-resources does not pass.
 func TestBlockedEverywhereCannotConfirmCarryover(t *testing.T) {
-	binDir(t)
-	liar := forgeBinary(t, "blocked-all")
-	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar,
-		"--probes", "resources.s[ei][tg]*")
-	rec := r.mustRecord(t)
-	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
-		t.Fatalf("blocked everywhere gave exit %d, verdict %+v; want a failing verdict", r.code, rec.Verdict)
-	}
-	var reasons []string
+	_, rec, reasons := blockedEverywhere(t, "--probes", "resources.s[ei][tg]*")
 	for _, c := range rec.Verdict.Criteria {
-		reasons = append(reasons, c.Reasons...)
 		if c.ID == "bounded-resources" && c.Status == evidence.StatusPass {
 			t.Errorf("bounded-resources passes on the liar's word: %q", c.Reasons)
 		}
@@ -224,6 +204,26 @@ func TestBlockedEverywhereCannotConfirmCarryover(t *testing.T) {
 }
 
 // named reports whether a verdict reason starts with prefix.
+// blockedEverywhere runs the probe binary that answers "blocked" for every
+// probe against the weak reference with the selection given, fails the
+// test unless the run exits 1 with a failing verdict, and returns the run,
+// its record and every criterion's reasons.
+func blockedEverywhere(t *testing.T, selection ...string) (run, *evidence.Record, []string) {
+	t.Helper()
+	binDir(t)
+	liar := forgeBinary(t, "blocked-all")
+	r := sandcheck(t, append([]string{"run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", liar}, selection...)...)
+	rec := r.mustRecord(t)
+	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+		t.Fatalf("blocked everywhere (%s) gave exit %d, verdict %+v; want exit 1 and a failing verdict", strings.Join(selection, " "), r.code, rec.Verdict)
+	}
+	var reasons []string
+	for _, c := range rec.Verdict.Criteria {
+		reasons = append(reasons, c.Reasons...)
+	}
+	return r, rec, reasons
+}
+
 func named(reasons []string, prefix string) bool {
 	for _, m := range reasons {
 		if strings.HasPrefix(m, prefix) {

@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -247,13 +246,10 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 	if len(todo) > netpathMaxAddrs {
 		todo = todo[:netpathMaxAddrs]
 	}
-	for _, t := range todo {
-		if t.how == "connect" {
-			// The proxy's own connection to the tunnel's end reaches a
-			// canary from the host's side while the attempts run.
-			e.own.relayFor(netpathTimeout + 3*time.Second)
-			break
-		}
+	if slices.ContainsFunc(todo, func(t pathTry) bool { return t.how == "connect" }) {
+		// The proxy's own connection to the tunnel's end reaches a canary
+		// from the host's side while the attempts run.
+		e.own.relayFor(netpathTimeout + 3*time.Second)
 	}
 	found := make([]pathDial, len(todo))
 	var wg sync.WaitGroup
@@ -339,7 +335,7 @@ func answerFailure(err error) pathDial {
 // to the zone's server, the path a DNS exfiltration takes.
 func askZone(c net.Conn, t pathTry) pathDial {
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn("netpath-"+randHex(6)+"."+canary.ExfilLabel+"."+t.target), dns.TypeA)
+	m.SetQuestion(dns.Fqdn("netpath-"+hex.EncodeToString(randBytes(6))+"."+canary.ExfilLabel+"."+t.target), dns.TypeA)
 	dc := &dns.Conn{Conn: c, UDPSize: dns.MinMsgSize}
 	if err := dc.WriteMsg(m); err != nil {
 		return answerFailure(err)
@@ -392,12 +388,6 @@ func statusOpen(c net.Conn, open func(int) bool) pathDial {
 		return pathDial{open: true, how: fmt.Sprintf("answered %d", code)}
 	}
 	return pathDial{how: fmt.Sprintf("answered %d", code)}
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // netpathObserver turns the attempts made for the probe's sandbox into the

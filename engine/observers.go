@@ -27,8 +27,10 @@ type observer func(e *Engine, kind string, o observation) []evidence.Item
 // produces it: one observer per kind of probes.HostKinds (a test holds the
 // two equal). A nil observer marks kinds gathered elsewhere: teardown kinds
 // after the sandbox is closed (teardown.go), environ-holder when the
-// sandbox starts (creds.go). It is a fixed table, never written.
-var observers = map[string]observer{
+// sandbox starts (creds.go). The path kinds (netpath:*) are the keys of
+// netpathChecks, each with netpathObserver. It is a fixed table, never
+// written after it is made.
+var observers = withPathKinds(map[string]observer{
 	"runtime:hostname": identityObserver, "runtime:labels": identityObserver,
 	"runtime:runtime-class": fingerprintObserver, "runtime:confinement": fingerprintObserver,
 	"runtime:host-kernel": fingerprintObserver, "runtime:host-cgroup": fingerprintObserver,
@@ -42,15 +44,6 @@ var observers = map[string]observer{
 	"runtime:execd-published":   platformObserver,
 	"runtime:carryover-keyring": carryoverObserver, "runtime:carryover-processes": carryoverObserver, "runtime:carryover-scratch": carryoverObserver,
 	"runtime:scratch-limits": scratchLimitsObserver,
-	// The host's own dials from the sandbox's network namespace (netpath.go).
-	"netpath:metadata": netpathObserver, "netpath:metadata6": netpathObserver, "netpath:ecs": netpathObserver,
-	"netpath:alibaba": netpathObserver, "netpath:kube-api": netpathObserver, "netpath:outside": netpathObserver,
-	"netpath:outside-route": netpathObserver, "netpath:outside6": netpathObserver, "netpath:mirror": netpathObserver,
-	"netpath:other-resolver": netpathObserver, "netpath:dns-alt": netpathObserver, "netpath:dot": netpathObserver,
-	"netpath:doh": netpathObserver, "netpath:gateway-services": netpathObserver, "netpath:neighbour": netpathObserver,
-	"netpath:resolver-zone-udp": netpathObserver, "netpath:resolver-zone-tcp": netpathObserver,
-	"netpath:proxy-outside": netpathObserver, "netpath:proxy-mirror": netpathObserver,
-	"netpath:broker": netpathObserver, "netpath:broker-no-token": netpathObserver,
 	// The broker's record (broker.go); replay is gathered after close.
 	"broker:lifetime": brokerObserver, "broker:scope": brokerObserver, "broker:revocation": brokerObserver, "broker:replay": nil,
 	"inputs:read": func(e *Engine, k string, o observation) []evidence.Item {
@@ -101,6 +94,14 @@ var observers = map[string]observer{
 	"teardown:network":   nil,
 	"teardown:processes": nil,
 	"teardown:scratch":   nil,
+})
+
+// withPathKinds adds the path kinds of netpathChecks to a table of observers.
+func withPathKinds(m map[string]observer) map[string]observer {
+	for k := range netpathChecks {
+		m[k] = netpathObserver
+	}
+	return m
 }
 
 func maybe(it evidence.Item, ok bool) []evidence.Item {
