@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
@@ -42,7 +43,7 @@ func TestFillParams(t *testing.T) {
 		{"https://cluster.example:6443", nil, "", []string{"a", "b", "c"}, []string{"10.77.0.1:10250", "10.77.0.2:10250"}},
 	}
 	for _, tc := range cases {
-		r := &Runner{cfg: &rest.Config{Host: tc.host}, cs: cs, pool: tc.pool, log: slog.New(slog.DiscardHandler)}
+		r := &Runner{cfg: &rest.Config{Host: tc.host}, cs: fakeClients{cs}, pool: tc.pool, log: slog.New(slog.DiscardHandler)}
 		r.readPlatform(context.Background())
 		var p probes.Params
 		r.FillParams(&p)
@@ -51,3 +52,8 @@ func TestFillParams(t *testing.T) {
 		}
 	}
 }
+
+// fakeClients is client-go's fake Clientset as the runner's clients.
+type fakeClients struct{ *fake.Clientset }
+
+func (f fakeClients) Discovery() discovery.DiscoveryInterface { return f.Clientset.Discovery() }

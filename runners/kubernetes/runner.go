@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -29,7 +28,7 @@ import (
 type Runner struct {
 	tg         *targets.Target
 	cfg        *rest.Config
-	cs         kubernetes.Interface
+	cs         clients
 	tmpl       *corev1.Pod
 	container  int // index of the task container in tmpl
 	nsObjs     []runtime.Object
@@ -70,7 +69,7 @@ func New(ctx context.Context, tg *targets.Target, log *slog.Logger) (*Runner, er
 		return nil, fmt.Errorf("kubeconfig %s: %w", kc, err)
 	}
 	r.cfg.Timeout = 0 // exec streams outlive one call; calls carry their own deadline
-	if r.cs, err = kubernetes.NewForConfig(r.cfg); err != nil {
+	if r.cs, err = newClients(r.cfg); err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kc, err)
 	}
 	if r.tmpl, err = readTemplate(tg.KubernetesPath(k.PodTemplate)); err != nil {
