@@ -280,3 +280,40 @@ func TestCriterionWaiverWarnsEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskSandboxesAreViewedBeforeClose: with launch: task a probe is the
+// first process of its own sandbox, and the host must still look for the
+// probe's plant outside the box after the task ends and before the
+// sandbox closes, as it does for a task exec'd into a box (issue 28: task
+// sandboxes were closed unviewed, so a box with an avenue could never have
+// its clean teardown confirmed). The weak reference in task mode plants a
+// container through the engine socket: the host sees it before close and
+// finds it after.
+func TestTaskSandboxesAreViewedBeforeClose(t *testing.T) {
+	binDir(t)
+	src, err := os.ReadFile("../fixtures/targets/weak.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = "  runtime: runc\n"
+	if !strings.Contains(string(src), at) || strings.Contains(string(src), "launch:") {
+		t.Fatalf("the weak reference no longer has %q or now names its launch; update this test", at)
+	}
+	target := filepath.Join(t.TempDir(), "weak-task.yaml")
+	if err := os.WriteFile(target, []byte(strings.Replace(string(src), at, at+"  launch: task\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := sandcheck(t, "run", "--target", target, "--quiet", "--probes", "teardown.container")
+	rec := r.mustRecord(t)
+	if r.code != 1 || len(rec.Results) != 1 {
+		t.Fatalf("exit %d, %d results; want exit 1 and teardown.container's result\n%s", r.code, len(rec.Results), r.stderr)
+	}
+	res := rec.Results[0]
+	it, ok := hostItem(res, evidence.SourceTeardown, "teardown.container")
+	if !ok || it.Indicates != probes.Escaped {
+		t.Fatalf("teardown item %+v (found %v), want escaped; evidence %+v", it, ok, res.Evidence)
+	}
+	if it.Data["seen"] == "" || !strings.Contains(it.Data["seen"], "carrying the token") {
+		t.Errorf("the host did not see the task's plant before close: item %+v", it)
+	}
+}

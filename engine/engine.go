@@ -97,6 +97,10 @@ type sandbox struct {
 	killed bool
 	// paths are the dials from the sandbox's network namespace (netpath.go).
 	paths netpaths
+	// sight is what the host saw of a one-probe task's plant after the
+	// task ended and before the sandbox closed (plant.go); nil when it did
+	// not look.
+	sight *plantSight
 }
 
 // New loads the target, prepares the run folder, the probe delivery
@@ -411,7 +415,7 @@ func (e *Engine) oneShot(ctx context.Context, name string, spec probes.Spec, res
 		return err
 	}
 	e.fill(spec, res, reports[spec.ID], token, sb)
-	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, nil)...)
+	res.Evidence = append(res.Evidence, e.teardownEvidence(ctx, spec, sb, sb.sight)...)
 	res.Evidence = append(res.Evidence, e.brokerAfterClose(spec, sb)...)
 	return nil
 }
@@ -499,6 +503,13 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		}
 	}
 	e.collectOutput(token, ids, sb, out)
+	if len(specs) == 1 && !closesQuietly(specs) {
+		// The task has ended but the sandbox is not yet closed: the host
+		// looks for the plant now, the marker a box with an avenue needs
+		// (plant.go), as oneShot does in exec mode.
+		e.setToken(sb, specs[0].ID, token)
+		sb.sight = e.seePlant(ctx, specs[0], sb)
+	}
 	if wctx.Err() != nil && ctx.Err() == nil {
 		// Cut at the task's budget: what reported keeps its result
 		// (batch.go).
@@ -574,14 +585,19 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	return nil
 }
 
-// fill puts a self-report and the host's evidence into a result.
-func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, token string, s *sandbox) {
+// setToken records the token probe id ran with in s.
+func (e *Engine) setToken(s *sandbox, id, token string) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if s.tokens == nil {
 		s.tokens = map[string]string{}
 	}
-	s.tokens[spec.ID] = token
-	e.mu.Unlock()
+	s.tokens[id] = token
+}
+
+// fill puts a self-report and the host's evidence into a result.
+func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, token string, s *sandbox) {
+	e.setToken(s, spec.ID, token)
 	res.Sandbox = s.sb.ID()
 	res.Outcome, res.Detail = self.Outcome, self.Detail
 	res.Evidence = append(res.Evidence, self.Items...)

@@ -66,6 +66,9 @@ func residueItem(r runners.Residue, token string, avenues []string, sight *plant
 	case len(r.Found) > 0:
 		it.Indicates = probes.Escaped
 		it.Summary = fmt.Sprintf("after close, %d thing(s) carrying the probe's token survived (removed by the harness): %s", len(r.Found), truncate(strings.Join(r.Found, "; "), 400))
+		if sight != nil && sight.err == nil && len(sight.seen[r.Kind]) > 0 {
+			it.Data["seen"] = truncate(strings.Join(sight.seen[r.Kind], "; "), 400)
+		}
 	case sight != nil && sight.err == nil && len(sight.seen[r.Kind]) > 0:
 		// The host saw the plant outside the box before close and
 		// finds it gone after: teardown removed it.

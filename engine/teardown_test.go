@@ -50,6 +50,11 @@ func TestResidueItem(t *testing.T) {
 			if !strings.Contains(it.Summary, tt.mentions) {
 				t.Errorf("summary %q does not mention %q", it.Summary, tt.mentions)
 			}
+			// What the host saw before close stays in the item, a survivor
+			// or not.
+			if saw := tt.sight != nil && len(tt.sight.seen["container"]) > 0 && tt.r.Failed == ""; saw != (it.Data["seen"] != "") {
+				t.Errorf("seen %q, want it kept: %v", it.Data["seen"], saw)
+			}
 		})
 	}
 }
