@@ -84,6 +84,9 @@ func TestStableText(t *testing.T) {
 		"handed out ..\\..\\sc1639d7374be7.traversal-name.win":           "handed out ..\\..\\<token>.traversal-name.win",
 		"network sandcheck-20261203t103 of run 20261203t103508-68d6e947": "network sandcheck-<run> of run <run>",
 		"probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs":  "probe secrets.env saw scx and sc12345 and /tmp/sandcheck-runs",
+		"the broker still served the task's token (sha256 723b0cd0d89c8d882a014d908771279cc880382666933389204497abfc28a9d0) 7337ms after the harness revoked it; the target's bound is 5000ms": "the broker still served the task's token (sha256 <token>) <measured>ms after the harness revoked it; the target's bound is 5000ms",
+		"replayed the task's token (sha256 723b0cd0d89c8d88) and": "replayed the task's token (sha256 <token>) and",
+		"image sha256 723b0cd0d89c8d88 is unsigned":               "image sha256 723b0cd0d89c8d88 is unsigned",
 	} {
 		if got := stableText(rec, in); got != want {
 			t.Errorf("stableText(%q) = %q, want %q", in, got, want)
