@@ -127,9 +127,11 @@ func DefaultProbeBinary() string {
 	return cands[len(cands)-1]
 }
 
-// Select returns the catalog specs a probe glob and a label filter choose.
-// An unknown label, a malformed filter or a glob that matches nothing is an
-// error, so a typo never turns into an empty, passing run.
+// Select returns the catalog specs a probe glob (or a comma-separated list
+// of globs) and a label filter choose. An unknown label, a malformed
+// filter, a glob of a list that matches no probe or a selection that
+// matches nothing is an error, so a typo never turns into an empty,
+// passing run or a silently shorter one.
 func Select(glob, labelFilter string) ([]probes.Spec, error) {
 	var match func([]string) bool = func([]string) bool { return true }
 	if labelFilter != "" {
@@ -144,19 +146,36 @@ func Select(glob, labelFilter string) ([]probes.Spec, error) {
 		}
 		match = f
 	}
+	var globs []string
+	if glob != "" {
+		globs = strings.Split(glob, ",")
+	}
+	hits := make([]int, len(globs))
+	for i, g := range globs {
+		if g = strings.TrimSpace(g); g == "" {
+			return nil, fmt.Errorf("probe pattern %q: an empty pattern in the comma-separated list", glob)
+		}
+		globs[i] = g
+		if _, err := filepath.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("probe pattern %q: %w", g, err)
+		}
+	}
 	var out []probes.Spec
 	for _, s := range probes.Catalog() {
-		if glob != "" {
-			ok, err := filepath.Match(glob, s.ID)
-			if err != nil {
-				return nil, fmt.Errorf("probe pattern %q: %w", glob, err)
-			}
-			if !ok {
-				continue
+		chosen := len(globs) == 0
+		for i, g := range globs {
+			if ok, _ := filepath.Match(g, s.ID); ok {
+				hits[i]++
+				chosen = true
 			}
 		}
-		if match(s.AllLabels()) {
+		if chosen && match(s.AllLabels()) {
 			out = append(out, s)
+		}
+	}
+	for i, g := range globs {
+		if hits[i] == 0 && len(globs) > 1 {
+			return nil, fmt.Errorf("probe pattern %q (in %q) matches no probe; see `sandcheck probes list`", g, glob)
 		}
 	}
 	if len(out) == 0 {

@@ -158,7 +158,7 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 	f.StringVar(&cfg.TargetPath, "target", "", "target file (see fixtures/targets)")
 	f.StringVar(&cfg.OutDir, "out-dir", "out", "folder for evidence and reports")
 	deprecatedAlias(f, "out", "out-dir")
-	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, e.g. 'syscalls.*'")
+	f.StringVar(&cfg.Probes, "probes", "", "glob over probe IDs, or a comma-separated list of globs, e.g. 'syscalls.*,host.engine-socket'")
 	f.StringVar(&cfg.LabelFilter, "label-filter", "", "Ginkgo label expression, e.g. 'privilege && !slow'")
 	f.StringVar(&cfg.ProbeBinary, "probe-binary", "", "static sandcheck-probe to deliver (default: next to sandcheck)")
 	addOutputFlag(f, outs, "the reports to write into --out-dir, repeatable; FORMAT=FILE also writes that one to FILE")
