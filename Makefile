@@ -30,7 +30,7 @@ GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
 
-.PHONY: help setup setup-run build probe-embed release images run test unit fuzz fuzz-warm bench bench-tracer matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release images run test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -249,6 +249,9 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 		echo "tracer/: the committed BPF objects are stale (left as they were): run 'make generate' and commit the result" >&2
 		exit 1
 	fi
+
+soak: setup build images ## the references back to back (runc x20, gVisor x10, bwrap x10, the weak ones x5; SANDCHECK_SOAK_SCALE=percent scales them): fails on any verdict change or any probe graded differently between runs
+	$(E2E_ENV) $(GO) test -count=1 -tags soak -run '^TestSoak$$' -timeout 6h -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|soak_test.go'
 
 bench-tracer: setup build images ## the eBPF tracer's CPU overhead against an empty program's on syscall-heavy workloads: PASS/FAIL per workload (1.5x), losses; the procedure's calibration (two identical programs)
 	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkTracerOverhead|BenchmarkHostSurface' -benchtime 1x -v ./tracer/
