@@ -4,9 +4,9 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 				}
 			}
 			var flapping []string
-			for _, p := range sortedKeys(outcomes) {
+			for _, p := range slices.Sorted(maps.Keys(outcomes)) {
 				o := outcomes[p]
 				for len(o) < runs {
 					o = append(o, "")
@@ -105,13 +105,4 @@ func verdictLine(rec *evidence.Record) string {
 		parts = append(parts, c.ID+"="+string(c.Status))
 	}
 	return strings.Join(parts, " ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
