@@ -108,3 +108,34 @@ func probeDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestHealthAtRoot: upstream serves GET /health at its root only, not under
+// the /v1 base the target names (server main.py 151-158, 189); the runner
+// asks there, and Open against the stand-in (which 404s /v1/health) works.
+func TestHealthAtRoot(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://h:8080/v1":          "http://h:8080/health",
+		"http://h:8080/v1/":         "http://h:8080/health",
+		"https://gw/opensandbox/v1": "https://gw/opensandbox/health",
+		"http://h:8080":             "http://h:8080/health",
+	} {
+		if got := healthURL(base); got != want {
+			t.Errorf("healthURL(%q) = %q, want %q", base, got, want)
+		}
+	}
+	_, url := startServer(t, fixture.Config{APIKey: "health-key"})
+	r, err := New(testCfg(url), testImage, "health-key", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Health(context.Background()); err != nil {
+		t.Fatalf("health at the root of %s: %v", url, err)
+	}
+	bad, err := New(testCfg(url+"/nowhere"), testImage, "health-key", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Health(context.Background()); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("health under a path the server does not serve: %v, want a 404", err)
+	}
+}

@@ -60,7 +60,11 @@ type endpoint struct {
 // none expected). An answer other than want is an error naming the call,
 // the status, the API's code and message and the request id.
 func (c *client) call(ctx context.Context, method, path string, body, out any, want int) error {
-	name := method + " " + path
+	return c.callURL(ctx, method, c.base+path, method+" "+path, body, out, want)
+}
+
+// callURL is call for a full address; name names the call in errors.
+func (c *client) callURL(ctx context.Context, method, addr, name string, body, out any, want int) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -71,7 +75,7 @@ func (c *client) call(ctx context.Context, method, path string, body, out any, w
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, addr, rd)
 	if err != nil {
 		return fmt.Errorf("opensandbox %s: %w", name, err)
 	}

@@ -101,9 +101,18 @@ func (r *Runner) Name() string { return "opensandbox" }
 // needing those are not tested, with the reason.
 func (r *Runner) Capabilities() runners.Capabilities { return runners.Capabilities{} }
 
-// Health calls GET /health, which needs no key.
+// Health calls GET /health at the server's root, which needs no key:
+// upstream serves it there only, not under the /v1 base of the other calls
+// (server main.py 151-158, 189), so a URL ending in /v1 loses that segment.
 func (r *Runner) Health(ctx context.Context) error {
-	return r.api.call(ctx, http.MethodGet, "/health", nil, nil, http.StatusOK)
+	return r.api.callURL(ctx, http.MethodGet, healthURL(r.api.base), "GET /health", nil, nil, http.StatusOK)
+}
+
+// healthURL is GET /health's address for a lifecycle base URL: the base
+// without its trailing /v1 (a prefix before it, as a gateway mounts the
+// server under, stays).
+func healthURL(base string) string {
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1") + "/health"
 }
 
 // request is the create request for one sandbox.
