@@ -104,11 +104,7 @@ func (c *client) callURL(ctx context.Context, method, addr, name string, body, o
 	}
 	rid := resp.Header.Get("X-Request-ID")
 	if resp.StatusCode != want {
-		var ae apiError
-		detail := snippet(raw)
-		if json.Unmarshal(raw, &ae) == nil && ae.Code != "" {
-			detail = ae.Code + ": " + ae.Message
-		}
+		detail := errorDetail(raw)
 		err := fmt.Errorf("opensandbox %s: status %s (request %s): %s", name, resp.Status, rid, detail)
 		switch resp.StatusCode {
 		case http.StatusNotFound:
@@ -127,6 +123,34 @@ func (c *client) callURL(ctx context.Context, method, addr, name string, body, o
 	return nil
 }
 
+// errorDetail words an error answer: the API's {"code", "message"}, or
+// FastAPI's validation answer (422, {"detail": [{"loc", "msg"}]}), which
+// upstream gives for a request its schema refuses; else an excerpt.
+func errorDetail(raw []byte) string {
+	var ae apiError
+	if json.Unmarshal(raw, &ae) == nil && ae.Code != "" {
+		return ae.Code + ": " + ae.Message
+	}
+	var v struct {
+		Detail []struct {
+			Loc []any  `json:"loc"`
+			Msg string `json:"msg"`
+		} `json:"detail"`
+	}
+	if json.Unmarshal(raw, &v) == nil && len(v.Detail) > 0 {
+		parts := make([]string, 0, len(v.Detail))
+		for _, d := range v.Detail {
+			loc := make([]string, 0, len(d.Loc))
+			for _, l := range d.Loc {
+				loc = append(loc, fmt.Sprint(l))
+			}
+			parts = append(parts, strings.Join(loc, ".")+": "+d.Msg)
+		}
+		return snippet([]byte(strings.Join(parts, "; ")))
+	}
+	return snippet(raw)
+}
+
 // snippet is a short printable excerpt of a body for an error.
 func snippet(b []byte) string {
 	s := strings.ToValidUTF8(string(b), "?")
@@ -140,7 +164,7 @@ func snippet(b []byte) string {
 type createRequest struct {
 	Image          map[string]string `json:"image"`
 	Entrypoint     []string          `json:"entrypoint"`
-	ResourceLimits map[string]string `json:"resourceLimits,omitempty"`
+	ResourceLimits map[string]string `json:"resourceLimits"`
 	Timeout        *int              `json:"timeout"`
 	Env            map[string]string `json:"env,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`

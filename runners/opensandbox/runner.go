@@ -39,6 +39,12 @@ const defaultStartTimeout = 2 * time.Minute
 // closeTimeout bounds Close (delete, then waiting for the sandbox to go).
 const closeTimeout = 90 * time.Second
 
+// DefaultResourceLimits are the create request's resourceLimits when the
+// target names no resources: the official Go SDK's DefaultResourceLimits
+// (sdks/sandbox/go/constants.go 58-61), since upstream refuses a create
+// without any.
+var DefaultResourceLimits = map[string]string{"cpu": "1", "memory": "2Gi"}
+
 // nameKey is the metadata key holding the sandbox's name, by which a start
 // that lost its answer finds what it created.
 const nameKey = "sandcheck.name"
@@ -69,6 +75,10 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	r, err := New(*tg.OpenSandbox, tg.Image, key, env.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if tg.OpenSandbox.Resources == nil {
+		r.log.Info("the target names no opensandbox resources: every create asks for the official SDK's default resourceLimits",
+			"cpu", DefaultResourceLimits["cpu"], "memory", DefaultResourceLimits["memory"])
 	}
 	if err := r.Health(ctx); err != nil {
 		return nil, err
@@ -125,6 +135,10 @@ func (r *Runner) request(spec runners.SandboxSpec) createRequest {
 		t := r.cfg.Timeout
 		req.Timeout = &t
 	}
+	// Upstream requires resourceLimits at create (server api/schema.py
+	// 519-520, a 422 without it); a target naming none gets the official
+	// SDK's default, as an SDK caller would.
+	req.ResourceLimits = maps.Clone(DefaultResourceLimits)
 	if rs := r.cfg.Resources; rs != nil {
 		req.ResourceLimits = map[string]string{}
 		if rs.CPU != "" {
