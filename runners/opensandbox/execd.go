@@ -55,6 +55,56 @@ func (e *execd) request(ctx context.Context, method, path string, body io.Reader
 	return req, nil
 }
 
+// Readiness as the official Go SDK waits for it (sdks/sandbox/go
+// sandbox.go 171-177, 308-348; constants.go 30-33): GET /ping every 200 ms
+// for at most 30 s. Upstream reports a sandbox Running once its container
+// runs, before execd answers.
+const (
+	pingEvery    = 200 * time.Millisecond
+	pingFor      = 30 * time.Second
+	pingAttempts = int(pingFor / pingEvery)
+	pingTimeout  = 2 * time.Second
+)
+
+// ping asks GET /ping once.
+func (e *execd) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	req, err := e.request(ctx, http.MethodGet, "/ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	return nil
+}
+
+// waitReady waits until execd answers GET /ping, bounded by pingAttempts
+// tries, pingFor and ctx, whichever ends first.
+func (e *execd) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pingFor)
+	defer cancel()
+	var last error
+	for i := 0; i < pingAttempts; i++ {
+		if last = e.ping(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("execd GET /ping: no answer within %s (%d tries): %w", pingFor, i+1, last)
+		case <-time.After(pingEvery):
+		}
+	}
+	return fmt.Errorf("execd GET /ping: no answer in %d tries: %w", pingAttempts, last)
+}
+
 // run runs a shell command and reads its event stream: output kept up to
 // runners.MaxOutput per stream, the exit code from CommandExecError (0 on
 // execution_complete). When ctx ends first it interrupts the command and

@@ -193,7 +193,8 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 }
 
 // launch creates a sandbox through the lifecycle API, waits until it is
-// Running and looks up execd's endpoint (sctx bounds the start, ctx the
+// Running, looks up execd's endpoint and waits until execd answers there
+// (upstream's Running comes before execd is up; sctx bounds the start, ctx the
 // cleanup of a failed one).
 func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bound time.Duration) (*Sandbox, error) {
 	info, err := r.api.create(sctx, r.request(spec))
@@ -215,6 +216,9 @@ func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bou
 	}
 	sb.execd = &execd{base: strings.TrimRight(base, "/"), headers: ep.Headers, http: r.http}
 	sb.Endpoint = ep.Endpoint
+	if err := sb.execd.waitReady(sctx); err != nil {
+		return nil, sb.failStart(ctx, err)
+	}
 	return sb, nil
 }
 
