@@ -427,10 +427,11 @@ func networkGateway(t *testing.T, network string) netip.Addr {
 }
 
 // TestOpenSandboxExecdPublished: the host's check of where the platform
-// publishes execd's port. Upstream's bridge mode (all addresses, a random
-// port) fails it, on the sandbox or, with a network policy, on the egress
-// sidecar holding its network; published only on the host's own address on
-// the sandboxes' network it holds. The fixture's network is internal, so
+// publishes execd's port. Upstream's bridge mode (0.0.0.0:<port>) fails it,
+// on the sandbox or, with a network policy, on the egress sidecar holding
+// its network, which upstream labels only opensandbox.io/egress-sidecar-for
+// (networking.py 374-404; the check must find it by that label); published
+// only on the host's own address on the sandboxes' network it holds. The fixture's network is internal, so
 // Docker records these bindings without opening any port on the host.
 func TestOpenSandboxExecdPublished(t *testing.T) {
 	const id = "privilege.opensandbox-execd-published"
@@ -441,7 +442,7 @@ func TestOpenSandboxExecdPublished(t *testing.T) {
 		in           string
 	}{
 		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, ":(random)"},
-		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "opensandbox-egress-"},
+		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "sandbox-egress-"},
 		{"gateway", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "gateway"}, probes.Blocked, "only on named host addresses"},
 		{"none", "opensandbox-weak.yaml", fixture.Config{}, probes.Blocked, "on no host address"},
 	} {
