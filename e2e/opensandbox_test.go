@@ -326,7 +326,8 @@ func selfField(res evidence.Result, key string) string {
 // in each) does too; a token per sandbox holds it. The neighbour is deleted
 // with the run (osbServer fails the test for any sandbox left). The
 // hardened whole-catalog run (TestOpenSandboxControls) holds it by its
-// deny-all dns+nft egress as well.
+// deny-all dns+nft egress as well. The endpoint comes bare or, as
+// upstream's bridge mode names it, behind execd's own /proxy/44772.
 func TestOpenSandboxNeighbourExecd(t *testing.T) {
 	const id = "egress.opensandbox-neighbour-execd"
 	cases := []struct {
@@ -337,6 +338,9 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 		field string
 	}{
 		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
+		// Upstream's bridge mode names execd as host:port/proxy/44772
+		// (server networking.py 269): the same execd, reached all the same.
+		{"no-token-proxy-endpoint", fixture.Config{EndpointForm: "proxy"}, probes.Escaped, "ran"},
 		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
 		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
 		{"network-per-sandbox", fixture.Config{NetworkPerSandbox: true}, probes.Blocked, "err"},
@@ -375,15 +379,17 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 func TestOpenSandboxIPLiteral(t *testing.T) {
 	const id = "egress.opensandbox-ip-literal"
 	for _, c := range []struct {
-		mode  string
-		want  probes.Outcome
-		field string
+		mode, form string
+		want       probes.Outcome
+		field      string
 	}{
-		{"dns", probes.Escaped, "canary_greeted"},
-		{"dns+nft", probes.Blocked, "err"},
+		{"dns", "bare", probes.Escaped, "canary_greeted"},
+		{"dns+nft", "bare", probes.Blocked, "err"},
+		// The canary found from a bridge-mode endpoint (host:port/proxy/44772).
+		{"dns", "proxy", probes.Escaped, "canary_greeted"},
 	} {
-		t.Run(strings.ReplaceAll(c.mode, "+", "-"), func(t *testing.T) {
-			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode})
+		t.Run(strings.ReplaceAll(c.mode, "+", "-")+"-"+c.form, func(t *testing.T) {
+			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode, EndpointForm: c.form})
 			r := sandcheck(t, "run", "--target", target, "--probes", id)
 			r.mustRecord(t)
 			keyNowhere(t, r)

@@ -210,12 +210,12 @@ func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bou
 	if err != nil {
 		return nil, sb.failStart(ctx, err)
 	}
-	base := ep.Endpoint
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	pe, err := parseEndpoint(ep.Endpoint, schemeOf(r.cfg.URL))
+	if err != nil {
+		return nil, sb.failStart(ctx, err)
 	}
-	sb.execd = &execd{base: strings.TrimRight(base, "/"), headers: ep.Headers, http: r.http}
-	sb.Endpoint = ep.Endpoint
+	sb.execd = &execd{base: pe.base, headers: ep.Headers, http: r.http}
+	sb.Endpoint, sb.endpoint = ep.Endpoint, pe
 	if err := sb.execd.waitReady(sctx); err != nil {
 		return nil, sb.failStart(ctx, err)
 	}
