@@ -165,7 +165,7 @@ type createRequest struct {
 	Image          map[string]string `json:"image"`
 	Entrypoint     []string          `json:"entrypoint"`
 	ResourceLimits map[string]string `json:"resourceLimits"`
-	Timeout        *int              `json:"timeout"`
+	Timeout        *int              `json:"timeout,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	NetworkPolicy  *networkPolicy    `json:"networkPolicy,omitempty"`

@@ -91,6 +91,9 @@ func New(cfg targets.OpenSandbox, image, key string, log *slog.Logger) (*Runner,
 	if cfg.URL == "" || image == "" {
 		return nil, errors.New("opensandbox runner: the server URL and the image are required")
 	}
+	if probs := CheckMetadata(cfg.Metadata); len(probs) > 0 {
+		return nil, fmt.Errorf("opensandbox runner: the server would refuse the target's metadata: %s", strings.Join(probs, "; "))
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -131,6 +134,8 @@ func (r *Runner) request(spec runners.SandboxSpec) createRequest {
 	if len(req.Entrypoint) == 0 {
 		req.Entrypoint = defaultEntrypoint
 	}
+	// No lifetime is sent as none, not as null, which Kubernetes providers
+	// may refuse (server api/schema.py 413-421).
 	if r.cfg.Timeout > 0 {
 		t := r.cfg.Timeout
 		req.Timeout = &t
@@ -153,12 +158,17 @@ func (r *Runner) request(spec runners.SandboxSpec) createRequest {
 		req.Env = map[string]string{}
 	}
 	maps.Copy(req.Env, spec.Env)
+	// The harness's own labels are made label values (upstream refuses
+	// metadata that breaks Kubernetes label rules with a 400); the target's
+	// were checked when the runner was built.
 	req.Metadata = maps.Clone(r.cfg.Metadata)
 	if req.Metadata == nil {
 		req.Metadata = map[string]string{}
 	}
-	maps.Copy(req.Metadata, spec.Labels)
-	req.Metadata[nameKey] = spec.Name
+	for k, v := range spec.Labels {
+		req.Metadata[k] = asLabelValue(v)
+	}
+	req.Metadata[nameKey] = asLabelValue(spec.Name)
 	if p := r.cfg.NetworkPolicy; p != nil {
 		req.NetworkPolicy = &networkPolicy{DefaultAction: p.DefaultAction, Egress: []egressRule{}}
 		for _, e := range p.Egress {
@@ -260,7 +270,7 @@ func (r *Runner) waitRunning(ctx context.Context, id string, bound time.Duration
 func (r *Runner) sweep(ctx context.Context, name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
-	ids, err := r.api.listByMetadata(ctx, nameKey, name)
+	ids, err := r.api.listByMetadata(ctx, nameKey, asLabelValue(name))
 	if err != nil {
 		r.log.Warn("listing sandboxes after a failed create", "name", name, "err", err)
 		return
