@@ -447,7 +447,7 @@ func TestOpenSandboxExecdPublished(t *testing.T) {
 		want         probes.Outcome
 		in           string
 	}{
-		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, ":(random)"},
+		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, " 0.0.0.0:"},
 		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "sandbox-egress-"},
 		{"gateway", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "gateway"}, probes.Blocked, "only on named host addresses"},
 		{"none", "opensandbox-weak.yaml", fixture.Config{}, probes.Blocked, "on no host address"},
