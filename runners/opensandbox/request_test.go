@@ -1,7 +1,9 @@
 package opensandbox
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"maps"
 	"strings"
 	"testing"
@@ -67,5 +69,23 @@ func TestCreateRefusedWithoutLimits(t *testing.T) {
 	res, err := sb.Exec(ctx, []string{"sh", "-c", "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes"})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "2147483648" {
 		t.Errorf("memory limit %q (stderr %q, %v), want 2Gi, the default limits", res.Stdout, res.Stderr, err)
+	}
+}
+
+// TestOpenNamesDefaultLimits: a target without resources is told, at the
+// run's start, which limits the runner asks for on its behalf.
+func TestOpenNamesDefaultLimits(t *testing.T) {
+	_, url := startServer(t, fixture.Config{})
+	cfg := testCfg(url)
+	cfg.Resources = nil
+	var logs bytes.Buffer
+	r, err := Open(context.Background(), &targets.Target{Path: "t.yaml", Image: testImage, OpenSandbox: &cfg},
+		runners.RunEnv{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r
+	if !strings.Contains(logs.String(), "cpu=1 memory=2Gi") {
+		t.Errorf("Open's log does not name the default limits: %q", logs.String())
 	}
 }

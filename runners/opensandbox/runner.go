@@ -77,7 +77,7 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 		return nil, err
 	}
 	if tg.OpenSandbox.Resources == nil {
-		r.log.Info("the target names no opensandbox resources: every create asks for the official SDK's default resourceLimits",
+		r.log.Warn("the target names no opensandbox resources: every create asks for the official SDK's default resourceLimits",
 			"cpu", DefaultResourceLimits["cpu"], "memory", DefaultResourceLimits["memory"])
 	}
 	if err := r.Health(ctx); err != nil {
