@@ -326,7 +326,8 @@ func selfField(res evidence.Result, key string) string {
 // in each) does too; a token per sandbox holds it. The neighbour is deleted
 // with the run (osbServer fails the test for any sandbox left). The
 // hardened whole-catalog run (TestOpenSandboxControls) holds it by its
-// deny-all dns+nft egress as well.
+// deny-all dns+nft egress as well. The endpoint comes bare or, as
+// upstream's bridge mode names it, behind execd's own /proxy/44772.
 func TestOpenSandboxNeighbourExecd(t *testing.T) {
 	const id = "egress.opensandbox-neighbour-execd"
 	cases := []struct {
@@ -337,6 +338,9 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 		field string
 	}{
 		{"no-token", fixture.Config{}, probes.Escaped, "ran"},
+		// Upstream's bridge mode names execd as host:port/proxy/44772
+		// (server networking.py 269): the same execd, reached all the same.
+		{"no-token-proxy-endpoint", fixture.Config{EndpointForm: "proxy"}, probes.Escaped, "ran"},
 		{"shared-token", fixture.Config{ExecdToken: "one-token-for-every-sandbox"}, probes.Escaped, "own_token_found_in"},
 		{"token-per-sandbox", fixture.Config{ExecdTokenPerSandbox: true}, probes.Blocked, "retry_status"},
 		{"network-per-sandbox", fixture.Config{NetworkPerSandbox: true}, probes.Blocked, "err"},
@@ -375,15 +379,17 @@ func TestOpenSandboxNeighbourExecd(t *testing.T) {
 func TestOpenSandboxIPLiteral(t *testing.T) {
 	const id = "egress.opensandbox-ip-literal"
 	for _, c := range []struct {
-		mode  string
-		want  probes.Outcome
-		field string
+		mode, form string
+		want       probes.Outcome
+		field      string
 	}{
-		{"dns", probes.Escaped, "canary_greeted"},
-		{"dns+nft", probes.Blocked, "err"},
+		{"dns", "bare", probes.Escaped, "canary_greeted"},
+		{"dns+nft", "bare", probes.Blocked, "err"},
+		// The canary found from a bridge-mode endpoint (host:port/proxy/44772).
+		{"dns", "proxy", probes.Escaped, "canary_greeted"},
 	} {
-		t.Run(strings.ReplaceAll(c.mode, "+", "-"), func(t *testing.T) {
-			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode})
+		t.Run(strings.ReplaceAll(c.mode, "+", "-")+"-"+c.form, func(t *testing.T) {
+			target, srv := osbServer(t, "opensandbox-dns.yaml", fixture.Config{Egress: osbEgress, EgressMode: c.mode, EndpointForm: c.form})
 			r := sandcheck(t, "run", "--target", target, "--probes", id)
 			r.mustRecord(t)
 			keyNowhere(t, r)
@@ -427,10 +433,11 @@ func networkGateway(t *testing.T, network string) netip.Addr {
 }
 
 // TestOpenSandboxExecdPublished: the host's check of where the platform
-// publishes execd's port. Upstream's bridge mode (all addresses, a random
-// port) fails it, on the sandbox or, with a network policy, on the egress
-// sidecar holding its network; published only on the host's own address on
-// the sandboxes' network it holds. The fixture's network is internal, so
+// publishes execd's port. Upstream's bridge mode (0.0.0.0:<port>) fails it,
+// on the sandbox or, with a network policy, on the egress sidecar holding
+// its network, which upstream labels only opensandbox.io/egress-sidecar-for
+// (networking.py 374-404; the check must find it by that label); published
+// only on the host's own address on the sandboxes' network it holds. The fixture's network is internal, so
 // Docker records these bindings without opening any port on the host.
 func TestOpenSandboxExecdPublished(t *testing.T) {
 	const id = "privilege.opensandbox-execd-published"
@@ -440,8 +447,8 @@ func TestOpenSandboxExecdPublished(t *testing.T) {
 		want         probes.Outcome
 		in           string
 	}{
-		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, ":(random)"},
-		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "opensandbox-egress-"},
+		{"all", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "all"}, probes.Escaped, " 0.0.0.0:"},
+		{"all-sidecar", "opensandbox-dns.yaml", fixture.Config{PublishExecd: "all", Egress: osbEgress}, probes.Escaped, "sandbox-egress-"},
 		{"gateway", "opensandbox-weak.yaml", fixture.Config{PublishExecd: "gateway"}, probes.Blocked, "only on named host addresses"},
 		{"none", "opensandbox-weak.yaml", fixture.Config{}, probes.Blocked, "on no host address"},
 	} {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/sandcheck/sandcheck/probes"
@@ -31,8 +33,14 @@ func osbNeighbourExecd(ctx context.Context, p probes.Params) probes.Result {
 		return inconclusive("the harness named no neighbour execd (no neighbour sandbox made through the platform); nothing was sent", e)
 	}
 	e.set("neighbour_execd", p.NeighbourExecdAddr)
+	base, err := osbExecdBase(p.NeighbourExecdAddr)
+	if err != nil {
+		e.set("sent", "false")
+		e.setErr("", err)
+		return inconclusive("the harness named the neighbour's execd in a form this probe does not send to; nothing was sent", e)
+	}
 	body, _ := json.Marshal(map[string]string{"command": "echo " + p.Token})
-	url := "http://" + p.NeighbourExecdAddr + "/command"
+	url := base + "/command"
 	status, text, refused, err := osbDo(ctx, http.MethodPost, url, string(body))
 	if err != nil {
 		e.setErr("", err)
@@ -66,6 +74,29 @@ func osbNeighbourExecd(ctx context.Context, p probes.Params) probes.Result {
 		return escaped("the neighbour sandbox's execd accepts the execd token readable in this box ("+where+"): one token opens every sandbox", e)
 	}
 	return blocked(fmt.Sprintf("the neighbour's execd refused a command without a token (%d) and with this box's own token (%d): its token is its own", status, rstatus), e)
+}
+
+// osbExecdBase is the URL an execd endpoint names, in either form the
+// platform gives: bare IPv4:PORT (upstream's host network mode) or
+// IPv4:PORT/proxy/PORT through execd's own proxy (its bridge mode, server
+// networking.py 269). Only an IP literal is sent to: the probe reaches the
+// address the harness gave, no name.
+func osbExecdBase(addr string) (string, error) {
+	hostPort, path, _ := strings.Cut(addr, "/")
+	ap, err := netip.ParseAddrPort(hostPort)
+	if err != nil || !ap.Addr().Is4() {
+		return "", fmt.Errorf("%q is not IPv4:PORT[/proxy/PORT]", addr)
+	}
+	if path != "" {
+		port, ok := strings.CutPrefix(path, "proxy/")
+		if n, err := strconv.Atoi(port); !ok || err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return "", fmt.Errorf("%q: the path is not /proxy/PORT", addr)
+		}
+	}
+	if path == "" {
+		return "http://" + ap.String(), nil
+	}
+	return "http://" + ap.String() + "/" + path, nil
 }
 
 // osbUnreachable reports a connection that never reached a listener: a

@@ -9,9 +9,18 @@ import (
 )
 
 // TestConformance runs the runner conformance suite against the fixture
-// lifecycle server with the real execd, with an API key.
+// lifecycle server with the real execd, with an API key, in each of
+// upstream's endpoint forms: bare, as its default host network mode names
+// execd (server networking.py 218), and {host}:{port}/proxy/44772 through
+// execd's own proxy, as its bridge mode does (networking.py 269).
 func TestConformance(t *testing.T) {
-	_, url := startServer(t, fixture.Config{APIKey: "conformance-key"})
+	for _, form := range []string{"bare", "proxy"} {
+		t.Run(form, func(t *testing.T) { conformance(t, form) })
+	}
+}
+
+func conformance(t *testing.T, form string) {
+	_, url := startServer(t, fixture.Config{APIKey: "conformance-key", EndpointForm: form})
 	runnertest.Run(t, runnertest.Config{
 		New: func(t *testing.T) runners.Runner {
 			r, err := New(testCfg(url), testImage, "conformance-key", nil)

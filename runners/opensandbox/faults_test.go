@@ -31,6 +31,8 @@ func TestFaults(t *testing.T) {
 		{"get-malformed", fixture.Config{Faults: map[string]string{"get": "malformed"}}, "", "malformed JSON"},
 		{"endpoint-500", fixture.Config{Faults: map[string]string{"endpoint": "500"}}, "", "/endpoints/44772: status 500"},
 		{"never-running", fixture.Config{NeverRunning: true}, "", "still Pending after"},
+		// Running, but execd never answers within the start's bound.
+		{"execd-late", fixture.Config{ExecdDelay: time.Minute}, "", "execd GET /ping: no answer within"},
 		{"key-refused", fixture.Config{APIKey: key}, "a-wrong-key-9c2e", "refused the API key"},
 	}
 	for _, c := range cases {
@@ -107,4 +109,61 @@ func probeDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestHealthAtRoot: upstream serves GET /health at its root only, not under
+// the /v1 base the target names (server main.py 151-158, 189); the runner
+// asks there, and Open against the stand-in (which 404s /v1/health) works.
+func TestHealthAtRoot(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://h:8080/v1":          "http://h:8080/health",
+		"http://h:8080/v1/":         "http://h:8080/health",
+		"https://gw/opensandbox/v1": "https://gw/opensandbox/health",
+		"http://h:8080":             "http://h:8080/health",
+	} {
+		if got := healthURL(base); got != want {
+			t.Errorf("healthURL(%q) = %q, want %q", base, got, want)
+		}
+	}
+	_, url := startServer(t, fixture.Config{APIKey: "health-key"})
+	r, err := New(testCfg(url), testImage, "health-key", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Health(context.Background()); err != nil {
+		t.Fatalf("health at the root of %s: %v", url, err)
+	}
+	bad, err := New(testCfg(url+"/nowhere"), testImage, "health-key", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Health(context.Background()); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("health under a path the server does not serve: %v, want a 404", err)
+	}
+}
+
+// TestWaitsForExecd: upstream reports Running once the container runs,
+// before execd answers (the stand-in starts execd 3 s later); the runner
+// waits on GET /ping as the official SDK does (sdks/sandbox/go/sandbox.go
+// 171-177) before it uploads the probe, so the start succeeds.
+func TestWaitsForExecd(t *testing.T) {
+	_, url := startServer(t, fixture.Config{ExecdDelay: 3 * time.Second})
+	r, err := New(testCfg(url), testImage, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	sb, err := r.Start(context.Background(), runners.SandboxSpec{Name: "execd-late", ProbeDir: probeDir(t), StartTimeout: time.Minute})
+	if err != nil {
+		t.Fatalf("start against a server whose execd answers 3s after Running: %v", err)
+	}
+	defer sb.Close(context.Background())
+	if d := time.Since(start); d < 3*time.Second {
+		t.Errorf("started in %v, before execd could answer", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if res, err := sb.Exec(ctx, []string{"test", "-x", runners.ProbeMount + "/" + runners.ProbeBinary}); err != nil || res.ExitCode != 0 {
+		t.Errorf("the probe binary is not in place after the start: exit %d, %v", res.ExitCode, err)
+	}
 }

@@ -60,7 +60,11 @@ type endpoint struct {
 // none expected). An answer other than want is an error naming the call,
 // the status, the API's code and message and the request id.
 func (c *client) call(ctx context.Context, method, path string, body, out any, want int) error {
-	name := method + " " + path
+	return c.callURL(ctx, method, c.base+path, method+" "+path, body, out, want)
+}
+
+// callURL is call for a full address; name names the call in errors.
+func (c *client) callURL(ctx context.Context, method, addr, name string, body, out any, want int) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -71,7 +75,7 @@ func (c *client) call(ctx context.Context, method, path string, body, out any, w
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, addr, rd)
 	if err != nil {
 		return fmt.Errorf("opensandbox %s: %w", name, err)
 	}
@@ -100,11 +104,7 @@ func (c *client) call(ctx context.Context, method, path string, body, out any, w
 	}
 	rid := resp.Header.Get("X-Request-ID")
 	if resp.StatusCode != want {
-		var ae apiError
-		detail := snippet(raw)
-		if json.Unmarshal(raw, &ae) == nil && ae.Code != "" {
-			detail = ae.Code + ": " + ae.Message
-		}
+		detail := errorDetail(raw)
 		err := fmt.Errorf("opensandbox %s: status %s (request %s): %s", name, resp.Status, rid, detail)
 		switch resp.StatusCode {
 		case http.StatusNotFound:
@@ -123,6 +123,34 @@ func (c *client) call(ctx context.Context, method, path string, body, out any, w
 	return nil
 }
 
+// errorDetail words an error answer: the API's {"code", "message"}, or
+// FastAPI's validation answer (422, {"detail": [{"loc", "msg"}]}), which
+// upstream gives for a request its schema refuses; else an excerpt.
+func errorDetail(raw []byte) string {
+	var ae apiError
+	if json.Unmarshal(raw, &ae) == nil && ae.Code != "" {
+		return ae.Code + ": " + ae.Message
+	}
+	var v struct {
+		Detail []struct {
+			Loc []any  `json:"loc"`
+			Msg string `json:"msg"`
+		} `json:"detail"`
+	}
+	if json.Unmarshal(raw, &v) == nil && len(v.Detail) > 0 {
+		parts := make([]string, 0, len(v.Detail))
+		for _, d := range v.Detail {
+			loc := make([]string, 0, len(d.Loc))
+			for _, l := range d.Loc {
+				loc = append(loc, fmt.Sprint(l))
+			}
+			parts = append(parts, strings.Join(loc, ".")+": "+d.Msg)
+		}
+		return snippet([]byte(strings.Join(parts, "; ")))
+	}
+	return snippet(raw)
+}
+
 // snippet is a short printable excerpt of a body for an error.
 func snippet(b []byte) string {
 	s := strings.ToValidUTF8(string(b), "?")
@@ -136,8 +164,8 @@ func snippet(b []byte) string {
 type createRequest struct {
 	Image          map[string]string `json:"image"`
 	Entrypoint     []string          `json:"entrypoint"`
-	ResourceLimits map[string]string `json:"resourceLimits,omitempty"`
-	Timeout        *int              `json:"timeout"`
+	ResourceLimits map[string]string `json:"resourceLimits"`
+	Timeout        *int              `json:"timeout,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	NetworkPolicy  *networkPolicy    `json:"networkPolicy,omitempty"`

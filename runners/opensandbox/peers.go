@@ -58,14 +58,27 @@ func (r *Runner) Prepare(ctx context.Context, selected []probes.Spec) error {
 		return fmt.Errorf("starting the neighbour sandbox: %w", err)
 	}
 	r.peers.neighbour = sb
-	ap, err := netip.ParseAddrPort(sb.Endpoint)
-	if err != nil || !ap.Addr().Is4() {
+	ep := sb.endpoint
+	ap := ep.addr
+	if !ap.IsValid() || !ap.Addr().Unmap().Is4() {
 		// Probes reach literal addresses only; a platform that names execd
-		// by host name or behind its proxy gives the probe nothing to try.
-		r.log.Warn("the neighbour's execd endpoint is not IPv4:PORT; its probe gets no address", "endpoint", sb.Endpoint)
+		// by host name gives the probes nothing to try.
+		r.log.Warn("the neighbour's execd endpoint names no IPv4 address; its probes get none", "endpoint", sb.Endpoint)
 		return nil
 	}
-	r.peers.execdAddr = ap.String()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	switch {
+	case ep.scheme != "http":
+		// The neighbour probe speaks plain HTTP; behind TLS it would only
+		// be inconclusive, so it is given nothing.
+		r.log.Warn("the neighbour's execd endpoint is not plain HTTP; the neighbour probe gets no address", "endpoint", sb.Endpoint)
+	case !ep.direct:
+		r.log.Warn("the neighbour's execd endpoint is behind a path other than execd's own; the neighbour probe gets no address", "endpoint", sb.Endpoint)
+	default:
+		// Bare, or behind execd's own /proxy/44772 (upstream's bridge
+		// mode): the same host:port is execd itself, which the probe asks.
+		r.peers.execdAddr = ap.String()
+	}
 	if r.peers.canary, err = startCanary(ap, r.log); err != nil {
 		return err
 	}

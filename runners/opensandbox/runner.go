@@ -39,6 +39,12 @@ const defaultStartTimeout = 2 * time.Minute
 // closeTimeout bounds Close (delete, then waiting for the sandbox to go).
 const closeTimeout = 90 * time.Second
 
+// DefaultResourceLimits are the create request's resourceLimits when the
+// target names no resources: the official Go SDK's DefaultResourceLimits
+// (sdks/sandbox/go/constants.go 58-61), since upstream refuses a create
+// without any.
+var DefaultResourceLimits = map[string]string{"cpu": "1", "memory": "2Gi"}
+
 // nameKey is the metadata key holding the sandbox's name, by which a start
 // that lost its answer finds what it created.
 const nameKey = "sandcheck.name"
@@ -70,6 +76,10 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 	if err != nil {
 		return nil, err
 	}
+	if tg.OpenSandbox.Resources == nil {
+		r.log.Warn("the target names no opensandbox resources: every create asks for the official SDK's default resourceLimits",
+			"cpu", DefaultResourceLimits["cpu"], "memory", DefaultResourceLimits["memory"])
+	}
 	if err := r.Health(ctx); err != nil {
 		return nil, err
 	}
@@ -80,6 +90,9 @@ func Open(ctx context.Context, tg *targets.Target, env runners.RunEnv) (runners.
 func New(cfg targets.OpenSandbox, image, key string, log *slog.Logger) (*Runner, error) {
 	if cfg.URL == "" || image == "" {
 		return nil, errors.New("opensandbox runner: the server URL and the image are required")
+	}
+	if probs := CheckMetadata(cfg.Metadata); len(probs) > 0 {
+		return nil, fmt.Errorf("opensandbox runner: the server would refuse the target's metadata: %s", strings.Join(probs, "; "))
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -101,9 +114,18 @@ func (r *Runner) Name() string { return "opensandbox" }
 // needing those are not tested, with the reason.
 func (r *Runner) Capabilities() runners.Capabilities { return runners.Capabilities{} }
 
-// Health calls GET /health, which needs no key.
+// Health calls GET /health at the server's root, which needs no key:
+// upstream serves it there only, not under the /v1 base of the other calls
+// (server main.py 151-158, 189), so a URL ending in /v1 loses that segment.
 func (r *Runner) Health(ctx context.Context) error {
-	return r.api.call(ctx, http.MethodGet, "/health", nil, nil, http.StatusOK)
+	return r.api.callURL(ctx, http.MethodGet, healthURL(r.api.base), "GET /health", nil, nil, http.StatusOK)
+}
+
+// healthURL is GET /health's address for a lifecycle base URL: the base
+// without its trailing /v1 (a prefix before it, as a gateway mounts the
+// server under, stays).
+func healthURL(base string) string {
+	return strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1") + "/health"
 }
 
 // request is the create request for one sandbox.
@@ -112,10 +134,16 @@ func (r *Runner) request(spec runners.SandboxSpec) createRequest {
 	if len(req.Entrypoint) == 0 {
 		req.Entrypoint = defaultEntrypoint
 	}
+	// No lifetime is sent as none, not as null, which Kubernetes providers
+	// may refuse (server api/schema.py 413-421).
 	if r.cfg.Timeout > 0 {
 		t := r.cfg.Timeout
 		req.Timeout = &t
 	}
+	// Upstream requires resourceLimits at create (server api/schema.py
+	// 519-520, a 422 without it); a target naming none gets the official
+	// SDK's default, as an SDK caller would.
+	req.ResourceLimits = maps.Clone(DefaultResourceLimits)
 	if rs := r.cfg.Resources; rs != nil {
 		req.ResourceLimits = map[string]string{}
 		if rs.CPU != "" {
@@ -130,12 +158,17 @@ func (r *Runner) request(spec runners.SandboxSpec) createRequest {
 		req.Env = map[string]string{}
 	}
 	maps.Copy(req.Env, spec.Env)
+	// The harness's own labels are made label values (upstream refuses
+	// metadata that breaks Kubernetes label rules with a 400); the target's
+	// were checked when the runner was built.
 	req.Metadata = maps.Clone(r.cfg.Metadata)
 	if req.Metadata == nil {
 		req.Metadata = map[string]string{}
 	}
-	maps.Copy(req.Metadata, spec.Labels)
-	req.Metadata[nameKey] = spec.Name
+	for k, v := range spec.Labels {
+		req.Metadata[k] = asLabelValue(v)
+	}
+	req.Metadata[nameKey] = asLabelValue(spec.Name)
 	if p := r.cfg.NetworkPolicy; p != nil {
 		req.NetworkPolicy = &networkPolicy{DefaultAction: p.DefaultAction, Egress: []egressRule{}}
 		for _, e := range p.Egress {
@@ -170,7 +203,8 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 }
 
 // launch creates a sandbox through the lifecycle API, waits until it is
-// Running and looks up execd's endpoint (sctx bounds the start, ctx the
+// Running, looks up execd's endpoint and waits until execd answers there
+// (upstream's Running comes before execd is up; sctx bounds the start, ctx the
 // cleanup of a failed one).
 func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bound time.Duration) (*Sandbox, error) {
 	info, err := r.api.create(sctx, r.request(spec))
@@ -186,12 +220,15 @@ func (r *Runner) launch(sctx, ctx context.Context, spec runners.SandboxSpec, bou
 	if err != nil {
 		return nil, sb.failStart(ctx, err)
 	}
-	base := ep.Endpoint
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	pe, err := parseEndpoint(ep.Endpoint, schemeOf(r.cfg.URL))
+	if err != nil {
+		return nil, sb.failStart(ctx, err)
 	}
-	sb.execd = &execd{base: strings.TrimRight(base, "/"), headers: ep.Headers, http: r.http}
-	sb.Endpoint = ep.Endpoint
+	sb.execd = &execd{base: pe.base, headers: ep.Headers, http: r.http}
+	sb.Endpoint, sb.endpoint = ep.Endpoint, pe
+	if err := sb.execd.waitReady(sctx); err != nil {
+		return nil, sb.failStart(ctx, err)
+	}
 	return sb, nil
 }
 
@@ -233,7 +270,7 @@ func (r *Runner) waitRunning(ctx context.Context, id string, bound time.Duration
 func (r *Runner) sweep(ctx context.Context, name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
-	ids, err := r.api.listByMetadata(ctx, nameKey, name)
+	ids, err := r.api.listByMetadata(ctx, nameKey, asLabelValue(name))
 	if err != nil {
 		r.log.Warn("listing sandboxes after a failed create", "name", name, "err", err)
 		return

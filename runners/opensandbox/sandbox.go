@@ -26,6 +26,8 @@ type Sandbox struct {
 	}
 	// Endpoint is execd's endpoint as the lifecycle server named it.
 	Endpoint string
+	// endpoint is Endpoint parsed.
+	endpoint execdEndpoint
 
 	closeMu sync.Mutex
 	closed  bool
