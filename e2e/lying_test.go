@@ -291,19 +291,7 @@ func TestCriterionWaiverWarnsEverywhere(t *testing.T) {
 // finds it after.
 func TestTaskSandboxesAreViewedBeforeClose(t *testing.T) {
 	binDir(t)
-	src, err := os.ReadFile("../fixtures/targets/weak.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const at = "  runtime: runc\n"
-	if !strings.Contains(string(src), at) || strings.Contains(string(src), "launch:") {
-		t.Fatalf("the weak reference no longer has %q or now names its launch; update this test", at)
-	}
-	target := filepath.Join(t.TempDir(), "weak-task.yaml")
-	if err := os.WriteFile(target, []byte(strings.Replace(string(src), at, at+"  launch: task\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := sandcheck(t, "run", "--target", target, "--quiet", "--probes", "teardown.container")
+	r := sandcheck(t, "run", "--target", weakInTaskMode(t), "--quiet", "--probes", "teardown.container")
 	rec := r.mustRecord(t)
 	if r.code != 1 || len(rec.Results) != 1 {
 		t.Fatalf("exit %d, %d results; want exit 1 and teardown.container's result\n%s", r.code, len(rec.Results), r.stderr)
@@ -316,4 +304,24 @@ func TestTaskSandboxesAreViewedBeforeClose(t *testing.T) {
 	if it.Data["seen"] == "" || !strings.Contains(it.Data["seen"], "carrying the token") {
 		t.Errorf("the host did not see the task's plant before close: item %+v", it)
 	}
+}
+
+// weakInTaskMode writes the weak reference with launch: task (each probe,
+// or the batch of shared ones, the first process of a sandbox of its own)
+// and returns its path.
+func weakInTaskMode(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("../fixtures/targets/weak.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const at = "  runtime: runc\n"
+	if !strings.Contains(string(src), at) || strings.Contains(string(src), "launch:") {
+		t.Fatalf("the weak reference no longer has %q or now names its launch; update this test", at)
+	}
+	target := filepath.Join(t.TempDir(), "weak-task.yaml")
+	if err := os.WriteFile(target, []byte(strings.Replace(string(src), at, at+"  launch: task\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return target
 }

@@ -7,9 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coreos/go-iptables/iptables"
@@ -318,7 +318,14 @@ func (n *Network) AttachIPv6(ctx context.Context, containerID string) error {
 		return fmt.Errorf("attaching IPv6: container %.12s has address %s, not one of %s", containerID, v4, n.plan.IPRange)
 	}
 	addr := sandboxAddr6(v4)
-	return inNetns(c.State.Pid, func() error { return configureSandbox6(v4, addr) })
+	// The engine's own file of the container's namespace, not the one its
+	// init is in now: a box that may make namespaces can move its first
+	// process into one of its own before this runs.
+	key := c.NetworkSettings.SandboxKey
+	if !filepath.IsAbs(key) {
+		return fmt.Errorf("attaching IPv6: container %.12s: the engine names no network namespace file (SandboxKey %q)", containerID, key)
+	}
+	return inNetns(key, func() error { return configureSandbox6(v4, addr) })
 }
 
 // sandboxAddr6 is the IPv6 address of the sandbox with IPv4 address v4.
@@ -329,11 +336,11 @@ func sandboxAddr6(v4 netip.Addr) netip.Addr {
 	return netip.AddrFrom16(a)
 }
 
-// inNetns runs fn on a locked thread moved into the network namespace of
-// process pid, and moves the thread back. It refuses the caller's own
-// namespace (a container on the host's network). A thread that cannot go
-// back stays locked and retires with its goroutine.
-func inNetns(pid int, fn func() error) error {
+// inNetns runs fn on a locked thread moved into the network namespace the
+// namespace file path holds, and moves the thread back. It refuses the
+// caller's own namespace (a container on the host's network). A thread
+// that cannot go back stays locked and retires with its goroutine.
+func inNetns(path string, fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -343,22 +350,22 @@ func inNetns(pid int, fn func() error) error {
 			return
 		}
 		defer unix.Close(hostNS)
-		target, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
-			done <- fmt.Errorf("opening the network namespace of process %d: %w", pid, err)
+			done <- fmt.Errorf("opening the network namespace file %s: %w", path, err)
 			return
 		}
 		defer unix.Close(target)
 		var hs, ts unix.Stat_t
 		if err := errors.Join(unix.Fstat(hostNS, &hs), unix.Fstat(target, &ts)); err != nil || (hs.Dev == ts.Dev && hs.Ino == ts.Ino) {
 			runtime.UnlockOSThread()
-			done <- errors.Join(fmt.Errorf("process %d is in the host's own network namespace: refusing to configure it", pid), err)
+			done <- errors.Join(fmt.Errorf("%s is the host's own network namespace: refusing to configure it", path), err)
 			return
 		}
 		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			done <- fmt.Errorf("entering the network namespace of process %d: %w", pid, err)
+			done <- fmt.Errorf("entering the network namespace file %s: %w", path, err)
 			return
 		}
 		err = fn()

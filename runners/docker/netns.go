@@ -14,54 +14,49 @@ import (
 
 var _ runners.NetNSDialer = (*Sandbox)(nil)
 
-// DialFromSandbox dials addr from the network namespace of the container's
-// init, as the engine reports its pid. Under runc that is the namespace of
-// every process in the box; under runsc the pid is the sandbox's own
-// process, which lives in the container's namespace and, with runsc's host
-// network (this harness's configuration), sends the box's traffic through
-// it. A user-space network stack (runsc --network=sandbox) takes the
-// container's addresses out of the namespace: the dial is then refused
-// here, because what the host would find there is not the box's path.
+// DialFromSandbox dials addr from the container's network namespace, as
+// the engine holds it: the namespace file it made for the container (its
+// SandboxKey), not the namespace the container's init is in now. Code in a
+// box that may make namespaces (CAP_SYS_ADMIN, or user namespaces its
+// seccomp profile allows) can move its first process, which in task mode
+// is the probe the box controls, into an empty namespace of its own before
+// the host looks: /proc/<pid>/ns/net would then show the host a path that
+// is not the box's. Under runc the engine's namespace is every process's
+// in the box; under runsc it is the one the sandbox's own process lives
+// in, and with runsc's host network (this harness's configuration) the
+// box's traffic goes through it. A user-space network stack (runsc
+// --network=sandbox) takes the container's addresses out of the
+// namespace: the dial is then refused here, because what the host would
+// find there is not the box's path.
 func (s *Sandbox) DialFromSandbox(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-	pid, err := s.HostPID(ctx)
-	if err != nil {
-		return nil, err
-	}
 	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("inspecting %s for its addresses: %w", s.id, err)
+		return nil, fmt.Errorf("inspecting %s for its network namespace: %w", s.id, err)
+	}
+	st, ns := res.Container.State, res.Container.NetworkSettings
+	if st == nil || !st.Running {
+		return nil, fmt.Errorf("sandbox %s is not running", s.id)
+	}
+	if ns == nil || ns.SandboxKey == "" {
+		return nil, fmt.Errorf("sandbox %s: the engine names no network namespace file (SandboxKey)", s.id)
 	}
 	var want []netip.Addr
-	if ns := res.Container.NetworkSettings; ns != nil {
-		for _, n := range ns.Networks {
-			if n == nil {
-				continue
-			}
-			for _, a := range []string{n.IPAddress.String(), n.GlobalIPv6Address.String()} {
-				if ip, err := netip.ParseAddr(a); err == nil && ip.IsValid() && !ip.IsUnspecified() {
-					want = append(want, ip)
-				}
+	for _, n := range ns.Networks {
+		if n == nil {
+			continue
+		}
+		for _, a := range []string{n.IPAddress.String(), n.GlobalIPv6Address.String()} {
+			if ip, err := netip.ParseAddr(a); err == nil && ip.IsValid() && !ip.IsUnspecified() {
+				want = append(want, ip)
 			}
 		}
-	}
-	// The pid must still be the container's init once its namespace file
-	// is held: a pid that ended and was reused names another namespace.
-	still := func(ctx context.Context) error {
-		now, err := s.HostPID(ctx)
-		if err != nil {
-			return err
-		}
-		if now != pid {
-			return fmt.Errorf("sandbox %s: its init changed from pid %d to %d", s.id, pid, now)
-		}
-		return nil
 	}
 	if len(want) > 0 {
-		if err := netns.Do(ctx, pid, still, func() error { return holdsAddrs(want) }); err != nil {
+		if err := netns.DoFile(ctx, ns.SandboxKey, func() error { return holdsAddrs(want) }); err != nil {
 			return nil, err
 		}
 	}
-	return netns.Dial(ctx, pid, still, d, network, addr)
+	return netns.DialFile(ctx, ns.SandboxKey, d, network, addr)
 }
 
 // holdsAddrs checks, inside a namespace, that the container's addresses

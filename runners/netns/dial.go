@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 
@@ -22,9 +23,6 @@ import (
 // nsfsMagic is the file system type of namespace files (NSFS_MAGIC).
 const nsfsMagic = 0x6e736673
 
-// Dial opens a connection to addr (an address literal and port) over
-// network ("tcp", "tcp4", "tcp6", "udp", ...) with d (nil: a plain
-// dialer) from inside the network namespace of the host process pid (see
 // DialAsPID is Dial for a sandbox that names its first process's host pid
 // through hostPID: the pid is looked up, and looked up again once the
 // namespace file is held, so a pid that left the sandbox is refused.
@@ -42,8 +40,23 @@ func DialAsPID(ctx context.Context, hostPID func(context.Context) (int, error), 
 	return Dial(ctx, pid, still, d, network, addr)
 }
 
+// Dial opens a connection to addr (an address literal and port) over
+// network ("tcp", "tcp4", "tcp6", "udp", ...) with d (nil: a plain
+// dialer) from inside the network namespace of the host process pid (see
 // Do for still). ctx bounds the dial.
 func Dial(ctx context.Context, pid int, still func(context.Context) error, d *net.Dialer, network, addr string) (net.Conn, error) {
+	return dialWith(ctx, func(fn func() error) error { return Do(ctx, pid, still, fn) }, d, network, addr)
+}
+
+// DialFile is Dial from inside the network namespace the namespace file
+// path holds (see DoFile).
+func DialFile(ctx context.Context, path string, d *net.Dialer, network, addr string) (net.Conn, error) {
+	return dialWith(ctx, func(fn func() error) error { return DoFile(ctx, path, fn) }, d, network, addr)
+}
+
+// dialWith dials addr with d through do, which runs its function inside
+// the namespace.
+func dialWith(ctx context.Context, do func(func() error) error, d *net.Dialer, network, addr string) (net.Conn, error) {
 	if d == nil {
 		d = &net.Dialer{}
 	}
@@ -53,7 +66,7 @@ func Dial(ctx context.Context, pid int, still func(context.Context) error, d *ne
 		return nil, fmt.Errorf("dialing %q from a sandbox's network namespace: not an address and port: %w", addr, err)
 	}
 	var c net.Conn
-	err := Do(ctx, pid, still, func() error {
+	err := do(func() error {
 		var err error
 		c, err = d.DialContext(ctx, network, addr)
 		return err
@@ -63,6 +76,30 @@ func Dial(ctx context.Context, pid int, still func(context.Context) error, d *ne
 		c = nil
 	}
 	return c, err
+}
+
+// DoFile runs fn inside the network namespace the namespace file path
+// holds: a runtime's own bind mount of the namespace it made for a
+// sandbox (Docker's SandboxKey). A process's /proc/PID/ns/net names
+// whatever namespace that process is in now, and code in a box that may
+// make namespaces can move its first process into an empty one of its
+// own before the host looks; the runtime's file keeps naming the
+// sandbox's. path must be absolute and a namespace file.
+func DoFile(ctx context.Context, path string, fn func() error) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("entering the network namespace file %q: not an absolute path", path)
+	}
+	ns, err := openNS(path)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("entering the network namespace file %s: %w", path, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- runIn(ns, fn) }()
+	return <-done
 }
 
 // Do runs fn inside the network namespace of the host process pid, on an

@@ -3,13 +3,17 @@ package netns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // needRoot skips where the test cannot enter namespaces; CI runs as root.
@@ -161,5 +165,69 @@ func TestDialRefusesStalePidAndNames(t *testing.T) {
 	}
 	if _, err := Dial(ctx1s(t), 1<<30, nil, nil, "tcp", addr); err == nil || !strings.Contains(err.Error(), "/proc/"+strconv.Itoa(1<<30)) {
 		t.Errorf("a pid that does not exist: want an error naming its ns file, got %v", err)
+	}
+}
+
+// A runtime's namespace file (here a bind mount of a test namespace, as
+// Docker's SandboxKey is) names the namespace after its process has gone:
+// DoFile enters it and DialFile reaches a listener made inside it, while
+// the pid names nothing. A path that is not absolute, or a file that is no
+// namespace, is refused before anything is entered.
+func TestDoFileHoldsTheRuntimesNamespace(t *testing.T) {
+	needRoot(t)
+	pid := freshNS(t)
+	file := filepath.Join(t.TempDir(), "netns")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/net", pid), file, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind-mounting the test namespace: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(file, unix.MNT_DETACH) })
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Kill()
+	for range 100 { // bounded: 100 × 20 ms
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := Dial(ctx1s(t), pid, nil, nil, "tcp", "127.0.0.1:9"); err == nil {
+		t.Fatalf("pid %d ended, but a dial by it went through", pid)
+	}
+	var inside net.Listener
+	if err := DoFile(ctx1s(t), file, func() error {
+		var err error
+		inside, err = net.Listen("tcp4", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatalf("listening inside the namespace file's namespace: %v", err)
+	}
+	defer inside.Close()
+	go func() {
+		if c, err := inside.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	c, err := DialFile(ctx1s(t), file, nil, "tcp", inside.Addr().String())
+	if err != nil {
+		t.Fatalf("dial of the namespace's own listener %s through %s: %v", inside.Addr(), file, err)
+	}
+	c.Close()
+	if c, err := net.DialTimeout("tcp", inside.Addr().String(), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the host reached %s, a listener made inside the namespace file's namespace", inside.Addr())
+	}
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{plain: "not a namespace file", "netns": "not an absolute path"} {
+		if err := DoFile(ctx1s(t), path, func() error { return nil }); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DoFile(%q): %v, want an error saying %q", path, err, want)
+		}
 	}
 }

@@ -6,7 +6,10 @@
 // garbage ("garbage"), or never gets ready ("hang"); says "not-applicable"
 // for everything ("na"); forges terminal lines in its detail ("forgelines"); or installs its own seccomp filter refusing
 // io_uring_setup, through seccomp() or prctl(PR_SET_SECCOMP), makes the call
-// and reports the refusal ("selfseccomp", "selfseccomp-prctl"). The mode is fixed at build time with
+// and reports the refusal ("selfseccomp", "selfseccomp-prctl"); or moves
+// itself into an empty network namespace of its own at once (the box's
+// first process, where the box may make namespaces), stays there while the
+// host looks, then answers "blocked" for everything ("own-netns"). The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
 // sandbox.
 package main
@@ -15,10 +18,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 )
+
+// The main goroutine keeps the main thread, whose namespaces are the ones
+// /proc/<pid>/ns names.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	if len(os.Args) < 2 {
@@ -54,6 +62,15 @@ func main() {
 			// JSON escapes carry the newlines and terminal controls into
 			// the detail; the console must not print them raw.
 			fmt.Printf(`{"probe":%q,"outcome":"escaped","detail":"x\nverdict: PASS\n\u001b[2K\u0007\u0000\u202everdict: PASS"}`+"\n", id)
+		case "own-netns":
+			if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+				fmt.Fprintf(os.Stderr, "unshare: %v\n", err)
+				os.Exit(2)
+			}
+			time.Sleep(4 * time.Second) // while the host dials
+			for _, p := range probeIDs(os.Args[2:]) {
+				fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", p)
+			}
 		case "blocked-all":
 			for _, p := range probeIDs(os.Args[2:]) {
 				fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", p)
