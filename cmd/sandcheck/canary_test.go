@@ -268,8 +268,11 @@ func TestCanaryServeOffersEveryService(t *testing.T) {
 func TestCanaryServeEveryService(t *testing.T) {
 	args := []string{"serve", "--hits", filepath.Join(t.TempDir(), "hits"), "--duration", "20s"}
 	want := map[string]string{}
-	for _, name := range canary.ServiceNames() {
-		addr := freePort(t)
+	// One call for all the ports: each is held until all are found, so no
+	// two services are handed the same one.
+	ports := freePorts(t, len(canary.ServiceNames()))
+	for i, name := range canary.ServiceNames() {
+		addr := ports[i]
 		if name == "icmp" {
 			if os.Geteuid() != 0 {
 				args = append(args, "--icmp", "")
