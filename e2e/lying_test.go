@@ -325,3 +325,27 @@ func weakInTaskMode(t *testing.T) string {
 	}
 	return target
 }
+
+// TestFailedPlantIsNoAbsence: a two-phase probe's check that finds nothing
+// counts only after a plant task that completed. The forged probe's plant
+// phase is inconclusive (as an honest plant cut at its budget under load
+// is) and its check finds nothing: on the weak reference, where both
+// markers really survive, each result must be inconclusive and name the
+// plant, never blocked. make soak saw persistence.kernel-keyring and
+// persistence.marker-next-run read blocked on the weak bwrap reference in
+// one run of five.
+func TestFailedPlantIsNoAbsence(t *testing.T) {
+	binDir(t)
+	forged := forgeBinary(t, "plant-fails")
+	r := sandcheck(t, "run", "--target", "fixtures/targets/weak.yaml", "--quiet", "--probe-binary", forged,
+		"--probes", "persistence.marker-next-run,persistence.kernel-keyring")
+	rec := r.mustRecord(t)
+	if r.code == 0 || len(rec.Results) != 2 {
+		t.Fatalf("exit %d with %d results; want a failing run of the two probes\n%s", r.code, len(rec.Results), r.stderr)
+	}
+	for i, res := range rec.Results {
+		if eff := rec.Effective(i); eff != probes.Inconclusive || !strings.Contains(res.Detail, "the plant task was inconclusive: the plant was cut short") {
+			t.Errorf("%s: effective %s, detail %q; want inconclusive naming the plant", res.Probe, eff, res.Detail)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,12 +76,34 @@ func (e *Engine) runPhased(ctx context.Context, spec probes.Spec, res *evidence.
 	if !ok {
 		return fmt.Errorf("probe %s was not in the %s batch", spec.ID, key)
 	}
+	plant, planted := b.res.plant[spec.ID]
+	r = gatedByPlant(r, plant, planted)
 	e.fill(spec, res, r, b.res.token, b.res.sb)
 	for _, it := range b.res.plant[spec.ID].Items {
 		it.Kind = "plant:" + it.Kind
 		res.Evidence = append(res.Evidence, it)
 	}
 	return nil
+}
+
+// gatedByPlant is a two-phase probe's result from its check report: a check
+// that found nothing (blocked) after a plant phase that did not complete
+// (no report, or an inconclusive one: cut at its budget, killed, a crash)
+// is inconclusive, since nothing was left to be found. A check that found
+// the marker keeps its result: the marker is this run's own.
+func gatedByPlant(check, plant selfReport, planted bool) selfReport {
+	if check.Outcome != probes.Blocked || (planted && plant.Outcome != probes.Inconclusive) {
+		return check
+	}
+	why := "the plant task gave no report for it"
+	if planted {
+		why = "the plant task was inconclusive: " + truncate(plant.Detail, 200)
+	}
+	d := "the check found nothing, but " + why + ": nothing may have been left to find"
+	out := check
+	out.Outcome, out.Detail = probes.Inconclusive, d
+	out.Items = append(slices.Clone(check.Items), evidence.Item{Source: evidence.SourceProbe, Kind: "plant-incomplete", Summary: d})
+	return out
 }
 
 // runPhases carries out both phases for the given probes: each phase the

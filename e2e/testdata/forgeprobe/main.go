@@ -9,7 +9,9 @@
 // and reports the refusal ("selfseccomp", "selfseccomp-prctl"); or moves
 // itself into an empty network namespace of its own at once (the box's
 // first process, where the box may make namespaces), stays there while the
-// host looks, then answers "blocked" for everything ("own-netns"). The mode is fixed at build time with
+// host looks, then answers "blocked" for everything ("own-netns"); or fails
+// every plant phase (inconclusive) and finds nothing in every check
+// ("plant-fails"), as an honest probe whose plant task was cut would. The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
 // sandbox.
 package main
@@ -70,6 +72,14 @@ func main() {
 			time.Sleep(4 * time.Second) // while the host dials
 			for _, p := range probeIDs(os.Args[2:]) {
 				fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", p)
+			}
+		case "plant-fails":
+			outcome, detail := "blocked", "nothing left from the earlier task"
+			if strings.Contains(strings.Join(os.Args, " "), `"phase":"plant"`) {
+				outcome, detail = "inconclusive", "the plant was cut short"
+			}
+			for _, p := range probeIDs(os.Args[2:]) {
+				fmt.Printf(`{"probe":%q,"outcome":%q,"detail":%q}`+"\n", p, outcome, detail)
 			}
 		case "blocked-all":
 			for _, p := range probeIDs(os.Args[2:]) {
