@@ -2,10 +2,14 @@ package targets
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // OpenSandbox is how the opensandbox runner asks an OpenSandbox lifecycle
@@ -125,9 +129,18 @@ func (v *validator) checkOpenSandbox(t *Target) {
 			}
 		}
 	}
-	for k := range o.Metadata {
+	// Upstream checks metadata as Kubernetes labels at create
+	// (services/validators.py 97-131): a key a qualified name, a value at
+	// most 63 characters of [A-Za-z0-9._-], alphanumeric at both ends.
+	for _, k := range slices.Sorted(maps.Keys(o.Metadata)) {
+		path := "$.opensandbox.metadata." + k
 		if strings.HasPrefix(k, "opensandbox.io/") {
-			v.add("$.opensandbox.metadata."+k, "the opensandbox.io/ prefix is reserved by the server")
+			v.add(path, "the opensandbox.io/ prefix is reserved by the server")
+		} else if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.add(path, "key %q is not a Kubernetes label key: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(o.Metadata[k]); len(errs) > 0 {
+			v.add(path, "value %q is not a Kubernetes label value: %s", o.Metadata[k], strings.Join(errs, "; "))
 		}
 	}
 	v.checkEnv("$.opensandbox.env", o.Env)

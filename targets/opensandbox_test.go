@@ -21,6 +21,10 @@ func TestOpenSandboxSection(t *testing.T) {
 		{"bad cpu", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  resources: {cpu: lots}\n", "$.opensandbox.resources.cpu"},
 		{"bad policy", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  network_policy: {default_action: maybe}\n", "$.opensandbox.network_policy.default_action"},
 		{"reserved metadata", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  metadata: {opensandbox.io/x: y}\n", "reserved"},
+		// Upstream refuses these at create with a 400 (services/validators.py 97-131).
+		{"label value too long", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  metadata: {team: " + strings.Repeat("a", 64) + "}\n", "$.opensandbox.metadata.team: value"},
+		{"label value not a label", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  metadata: {team: 'a b'}\n", "is not a Kubernetes label value"},
+		{"label key not a label", head + "opensandbox:\n  url: http://127.0.0.1:1/v1\n  metadata: {'-team': x}\n", "is not a Kubernetes label key"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
