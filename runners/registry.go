@@ -2,6 +2,7 @@ package runners
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -69,6 +70,32 @@ type Plugin struct {
 	// definition under the runner's name and any of its own}. The target
 	// schema holds it (policies/schema checks the two agree).
 	Schema []byte
+	// Sweep, when set, removes what the runner's sandboxes of dead runs
+	// left on this host (see SweepFunc); sandcheck cleanup, the start of
+	// every run and a dead run's reaper call it.
+	Sweep SweepFunc
+}
+
+// SweepFunc removes what a runner's sandboxes of runs whose process is gone
+// left on this host, found by the runner's own names only; with owner set
+// (internal/owner's form) only that run's. It returns what it removed and
+// what it kept because a live run holds it, and carries on past failures.
+type SweepFunc func(ctx context.Context, owner string) (removed, kept []string, err error)
+
+// Sweep runs every registered runner's SweepFunc, in name order.
+func Sweep(ctx context.Context, owner string) (removed, kept []string, err error) {
+	var errs []error
+	for _, p := range Plugins() {
+		if p.Sweep == nil {
+			continue
+		}
+		r, k, err := p.Sweep(ctx, owner)
+		removed, kept = append(removed, r...), append(kept, k...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweeping %s sandboxes: %w", p.Name, err))
+		}
+	}
+	return removed, kept, errors.Join(errs...)
 }
 
 // RegisterPlugin makes a backend and its section available under p.Name.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/docker"
 )
 
@@ -19,8 +21,10 @@ func cleanupCmd() *cobra.Command {
 own labels and names only: sandboxes whose harness process is gone or whose
 deadline passed (with their runtime processes), objects a teardown probe made
 for such runs, run folders no live process holds (with their honey
-credentials, mounts and loop devices), and harness networks, bridges and
-iptables/ip6tables rules no live run holds. A live run's things are left
+credentials, mounts and loop devices), harness networks, bridges and
+iptables/ip6tables rules no live run holds, and what the host-process
+runners' sandboxes of dead runs left (the wrapper runner's folders, probe
+mounts, cgroups and the processes still in them). A live run's things are left
 alone. Every run does the same when it starts, and a run's own reaper does it
 for that run alone the moment the run's process dies; cleanup is for what
 nobody reaped (a reaper killed too, a reboot). It is safe to run at any time,
@@ -29,6 +33,8 @@ something could not be removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			removed, kept, err := docker.Sweep(cmd.Context(), opts)
+			r, k, rerr := runners.Sweep(cmd.Context(), opts.Owner)
+			removed, kept, err = append(removed, r...), append(kept, k...), errors.Join(err, rerr)
 			for _, r := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)
 			}

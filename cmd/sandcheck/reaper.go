@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/internal/owner"
+	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/docker"
 )
 
@@ -209,6 +210,8 @@ func reap(ctx context.Context, who, out string) error {
 	first := time.Now()
 	for {
 		r, k, err := docker.Sweep(ctx, docker.SweepOptions{Owner: who, Runs: runs})
+		rr, rk, rerr := runners.Sweep(ctx, who)
+		r, k, err = append(r, rr...), append(k, rk...), errors.Join(err, rerr)
 		removed, kept = append(removed, r...), k
 		if err != nil {
 			errs = append(errs, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/sandcheck/sandcheck/engine"
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/reports"
+	"github.com/sandcheck/sandcheck/runners"
 	_ "github.com/sandcheck/sandcheck/runners/all"
 	"github.com/sandcheck/sandcheck/runners/docker"
 	"github.com/sandcheck/sandcheck/targets"
@@ -293,9 +294,17 @@ func printVerdict(w io.Writer, rec *evidence.Record, quiet bool) {
 // were killed left on the host (their sandboxes, networks, rules and run
 // folders, found by the harness's own labels and names; live runs' things
 // are kept). Another runner's run does no Docker work here (`sandcheck
-// cleanup` sweeps for any). A sweep that cannot reach the engine is no
-// reason to stop a run that may not need it.
+// cleanup` sweeps for any); every run sweeps what the runners' own sweeps
+// find (runners.Sweep). A sweep that cannot reach the engine is no reason
+// to stop a run that may not need it.
 func preflight(ctx context.Context, stderr io.Writer, cfg engine.Config, tg *targets.Target) error {
+	// Every runner's own leftovers (runners.Sweep: the host-process
+	// sandboxes of dead runs), whatever this run's runner.
+	if removed, _, err := runners.Sweep(ctx, ""); err != nil {
+		cfg.Logger.Warn("sweeping the sandboxes earlier runs left", "err", err)
+	} else if len(removed) > 0 {
+		fmt.Fprintf(stderr, "sandcheck: removed %d things earlier killed runs' sandboxes left (sandcheck cleanup lists them)\n", len(removed))
+	}
 	if tg.Runner != "docker" {
 		return nil
 	}

@@ -39,6 +39,7 @@ var namedElsewhere = map[string]map[string]string{
 		"runners/command/runner.go":   "command runs the platform's tool through the process runner's bounded process.Run",
 		"runners/wrapper/register.go": "wrapper reuses the process runner's host-process machinery (network namespace)",
 		"runners/wrapper/runner.go":   "wrapper reuses the process runner's host-process machinery (cgroup, bounded processes)",
+		"runners/wrapper/sweep.go":    "wrapper reuses the process runner's host-process machinery (removing a dead run's cgroup)",
 		"targets/section.go":          "the order the unknown-runner error has always named runners in",
 		"reports/compare.go":          "the comparison matrix orders and describes kinds by runner name (debt: a runner could declare its kind)",
 		"reports/risks.go":            "the risk register classes runners by name (debt: a runner could declare its isolation class and locality)",

@@ -51,29 +51,16 @@ func NewCgroup(name string, l targets.Limits) (cg *Cgroup, err error) {
 	if name == "" || strings.ContainsAny(name, "/.") {
 		return nil, fmt.Errorf("creating cgroup: bad name %q", name)
 	}
-	own, err := ownCgroups()
+	cg, err = cgroupNamed(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating cgroup: %w", err)
 	}
-	cg = &Cgroup{dirs: map[string]string{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, cg.Remove())
 			cg = nil
 		}
 	}()
-	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
-		cg.v2 = true
-		cg.dirs[""] = filepath.Join(cgroupRoot, own[""], name)
-	} else {
-		for _, c := range v1Controllers {
-			p, ok := own[c]
-			if !ok {
-				return cg, fmt.Errorf("creating cgroup: this host has no cgroup v1 %s hierarchy", c)
-			}
-			cg.dirs[c] = filepath.Join(cgroupRoot, c, p, name)
-		}
-	}
 	for _, c := range cg.controllers() {
 		if err := os.Mkdir(cg.dirs[c], 0o755); err != nil {
 			delete(cg.dirs, c)
@@ -82,6 +69,50 @@ func NewCgroup(name string, l targets.Limits) (cg *Cgroup, err error) {
 		cg.made = append(cg.made, cg.dirs[c])
 	}
 	return cg, cg.setLimits(l)
+}
+
+// OpenCgroup is the cgroup named name as NewCgroup would make it beside
+// this process's, for removing one a dead run left: only its folders that
+// exist are held (none: nothing to remove), and nothing is created.
+func OpenCgroup(name string) (*Cgroup, error) {
+	if name == "" || strings.ContainsAny(name, "/.") {
+		return nil, fmt.Errorf("opening cgroup: bad name %q", name)
+	}
+	cg, err := cgroupNamed(name)
+	if err != nil {
+		return nil, fmt.Errorf("opening cgroup %s: %w", name, err)
+	}
+	for c, d := range cg.dirs {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			delete(cg.dirs, c)
+			continue
+		}
+		cg.made = append(cg.made, d)
+	}
+	return cg, nil
+}
+
+// cgroupNamed is the cgroup named name beside this process's own: its
+// folder per controller (one on v2), not yet made.
+func cgroupNamed(name string) (*Cgroup, error) {
+	own, err := ownCgroups()
+	if err != nil {
+		return nil, err
+	}
+	cg := &Cgroup{dirs: map[string]string{}}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		cg.v2 = true
+		cg.dirs[""] = filepath.Join(cgroupRoot, own[""], name)
+		return cg, nil
+	}
+	for _, c := range v1Controllers {
+		p, ok := own[c]
+		if !ok {
+			return nil, fmt.Errorf("this host has no cgroup v1 %s hierarchy", c)
+		}
+		cg.dirs[c] = filepath.Join(cgroupRoot, c, p, name)
+	}
+	return cg, nil
 }
 
 func (cg *Cgroup) controllers() []string {

@@ -18,7 +18,7 @@ import (
 // The wrapper runner registers itself, and its section, under the
 // target's `runner: wrapper`.
 func init() {
-	runners.RegisterPlugin(runners.Plugin{Name: "wrapper", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema})
+	runners.RegisterPlugin(runners.Plugin{Name: "wrapper", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema, Sweep: Sweep})
 }
 
 var (

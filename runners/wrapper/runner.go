@@ -222,6 +222,9 @@ func (sb *Sandbox) makeFolders(probeDir string) error {
 	if err := os.Mkdir(sb.state, 0o755); err != nil {
 		return fmt.Errorf("making the sandbox's folder: %w", err)
 	}
+	if err := markOwner(sb.state); err != nil {
+		return err
+	}
 	if err := os.Mkdir(sb.probe, 0o755); err != nil {
 		return fmt.Errorf("making the probe mount point: %w", err)
 	}
