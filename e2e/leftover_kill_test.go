@@ -240,76 +240,84 @@ func waitHarnessLockFree(t *testing.T) {
 	}
 }
 
-// TestKilledWrapperRunLeavesNothing: a run of srt as a user (the wrapper
-// runner) killed with SIGKILL, its whole process group, once its
-// sandboxes are up. The wrapper runner's sandboxes are host processes in a
-// cgroup of their own, with a folder and a read-only bind of the probe
-// under /run/sandcheck-wrapper: before the runner's own sweep
-// (runners.Plugin.Sweep, which the run's reaper calls) the folders, the
-// mounts and the cgroups stayed until someone ran sandcheck cleanup. None
-// of them may be left within reapWithin.
-func TestKilledWrapperRunLeavesNothing(t *testing.T) {
+// TestKilledHostProcessRunLeavesNothing: runs of the host-process runners,
+// srt as a user (wrapper) and the weak bwrap reference (bwrap), killed with
+// SIGKILL, their whole process group, once their sandboxes are up. Their
+// sandboxes are host processes in cgroups of their own, with a state folder
+// and bind mounts under /run/sandcheck-<runner>: before the runners' own
+// sweeps (runners.Plugin.Sweep, which the run's reaper calls) the folders,
+// the mounts and the cgroups stayed until someone ran sandcheck cleanup.
+// None of them may be left within reapWithin.
+func TestKilledHostProcessRunLeavesNothing(t *testing.T) {
 	bin := binDir(t)
-	waitHarnessLockFree(t)
-	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/wrapper-srt-user.yaml", "--out-dir", out, "--quiet")
-	cmd.Dir = ".."
-	var se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &se, &se
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for range 100 { // bounded: 100 × 100 ms
-		time.Sleep(100 * time.Millisecond)
-		if ids = wrapperSandboxesOf(cmd.Process.Pid); len(ids) > 0 {
-			break
-		}
-	}
-	time.Sleep(time.Second)
-	ids = wrapperSandboxesOf(cmd.Process.Pid)
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("killing the run's process group: %v", err)
-	}
-	_ = cmd.Wait()
-	if len(ids) == 0 {
-		t.Fatalf("the run made no wrapper sandbox within 10 s: the kill tested nothing\n%s", se.String())
-	}
-	killed := time.Now()
-	var left []string
-	for {
-		left = left[:0]
-		for _, id := range ids {
-			if _, err := os.Lstat(filepath.Join("/run/sandcheck-wrapper", id)); err == nil {
-				left = append(left, "folder /run/sandcheck-wrapper/"+id)
+	for _, tc := range []struct{ target, root, prefix string }{
+		{"wrapper-srt-user.yaml", "/run/sandcheck-wrapper", "scwr"},
+		{"bwrap-weak.yaml", "/run/sandcheck-bwrap", "scbw"},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			waitHarnessLockFree(t)
+			out := t.TempDir()
+			cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/"+tc.target, "--out-dir", out, "--quiet")
+			cmd.Dir = ".."
+			var se bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &se, &se
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			if m, _ := filepath.Glob("/sys/fs/cgroup/*/" + id); len(m) > 0 {
-				left = append(left, "cgroup "+strings.Join(m, " "))
+			var ids []string
+			for range 100 { // bounded: 100 × 100 ms
+				time.Sleep(100 * time.Millisecond)
+				if ids = sandboxesOwnedBy(tc.root, tc.prefix, cmd.Process.Pid); len(ids) > 0 {
+					break
+				}
 			}
-			if m, _ := filepath.Glob("/sys/fs/cgroup/" + id); len(m) > 0 {
-				left = append(left, "cgroup "+strings.Join(m, " "))
+			time.Sleep(time.Second)
+			ids = sandboxesOwnedBy(tc.root, tc.prefix, cmd.Process.Pid)
+			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("killing the run's process group: %v", err)
 			}
-			if b, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(b, []byte("/run/sandcheck-wrapper/"+id)) {
-				left = append(left, "a mount under /run/sandcheck-wrapper/"+id)
+			_ = cmd.Wait()
+			if len(ids) == 0 {
+				t.Fatalf("the run made no sandbox under %s within 10 s: the kill tested nothing\n%s", tc.root, se.String())
 			}
-		}
-		if len(left) == 0 || time.Since(killed) > reapWithin {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+			killed := time.Now()
+			var left []string
+			for {
+				left = left[:0]
+				mountinfo, _ := os.ReadFile("/proc/self/mountinfo")
+				for _, id := range ids {
+					dir := filepath.Join(tc.root, id)
+					if _, err := os.Lstat(dir); err == nil {
+						left = append(left, "folder "+dir)
+					}
+					for _, pat := range []string{"/sys/fs/cgroup/*/" + id, "/sys/fs/cgroup/" + id} {
+						if m, _ := filepath.Glob(pat); len(m) > 0 {
+							left = append(left, "cgroup "+strings.Join(m, " "))
+						}
+					}
+					if bytes.Contains(mountinfo, []byte(dir)) {
+						left = append(left, "a mount under "+dir)
+					}
+				}
+				if len(left) == 0 || time.Since(killed) > reapWithin {
+					break
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			if len(left) > 0 {
+				t.Errorf("%s after SIGKILL the run left:\n  %s\nreaper.log:\n%s", reapWithin, strings.Join(left, "\n  "), readSmall(filepath.Join(out, "reaper.log")))
+				return
+			}
+			t.Logf("SIGKILL with %d sandboxes up: all gone %.1fs after it", len(ids), time.Since(killed).Seconds())
+		})
 	}
-	if len(left) > 0 {
-		t.Errorf("%s after SIGKILL the wrapper run left:\n  %s\nreaper.log:\n%s", reapWithin, strings.Join(left, "\n  "), readSmall(filepath.Join(out, "reaper.log")))
-		return
-	}
-	t.Logf("SIGKILL with %d wrapper sandboxes up: all gone %.1fs after it", len(ids), time.Since(killed).Seconds())
 }
 
-// wrapperSandboxesOf lists the wrapper sandboxes whose owner file names
-// the harness process pid.
-func wrapperSandboxesOf(pid int) []string {
-	files, _ := filepath.Glob("/run/sandcheck-wrapper/scwr-*/.sandcheck-owner")
+// sandboxesOwnedBy lists the sandboxes under root (named prefix-...) whose
+// owner file names the harness process pid.
+func sandboxesOwnedBy(root, prefix string, pid int) []string {
+	files, _ := filepath.Glob(filepath.Join(root, prefix+"-*", ".sandcheck-owner"))
 	var out []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)

@@ -36,6 +36,8 @@ var namedElsewhere = map[string]map[string]string{
 		"runners/all/all.go":          "the one line that builds it in",
 		"runners/bwrap/runner.go":     "bwrap reuses the process runner's host-process machinery",
 		"runners/bwrap/spawn.go":      "bwrap reuses the process runner's host-process machinery",
+		"runners/bwrap/args.go":       "bwrap reuses the process runner's host-process machinery (the state folder's owner)",
+		"runners/bwrap/register.go":   "bwrap reuses the process runner's host-process machinery (sweeping a dead run's sandboxes)",
 		"runners/command/runner.go":   "command runs the platform's tool through the process runner's bounded process.Run",
 		"runners/wrapper/register.go": "wrapper reuses the process runner's host-process machinery (network namespace)",
 		"runners/wrapper/runner.go":   "wrapper reuses the process runner's host-process machinery (cgroup, bounded processes)",

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -32,6 +33,9 @@ func (sb *Sandbox) writeState() error {
 	}
 	if err := os.Chmod(sb.state, 0o755); err != nil {
 		return fmt.Errorf("creating the sandbox's state folder: %w", err)
+	}
+	if err := process.MarkOwner(sb.state); err != nil {
+		return err
 	}
 	r := sb.r
 	host := sb.spec.Hostname
@@ -311,22 +315,6 @@ func (sb *Sandbox) unmountBinds() error {
 		sb.mounted = slices.Delete(sb.mounted, i, i+1)
 	}
 	return errors.Join(errs...)
-}
-
-// mountsUnder lists mounts of this mount namespace at or under dir.
-func mountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("reading mountinfo: %w", err)
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out, nil
 }
 
 // prlimit is the command prefix that sets the per-process limits ("" when

@@ -11,13 +11,14 @@ import (
 
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
+	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
 // The bwrap runner registers itself, and its section, under the target's
 // `runner: bwrap`.
 func init() {
-	runners.RegisterPlugin(runners.Plugin{Name: "bwrap", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema})
+	runners.RegisterPlugin(runners.Plugin{Name: "bwrap", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema, Sweep: Sweep})
 }
 
 var (
@@ -98,4 +99,11 @@ func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return sb.childPID, nil
+}
+
+// Sweep is the bwrap runner's runners.SweepFunc: it removes the sandboxes
+// of dead runs under StateRoot, with their cgroups, what still runs in
+// them and the binds under their state folders (process.SweepSandboxes).
+func Sweep(_ context.Context, only string) (removed, kept []string, err error) {
+	return process.SweepSandboxes(StateRoot, idPrefix, only)
 }

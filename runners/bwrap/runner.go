@@ -54,6 +54,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/hostmounts"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
@@ -74,6 +75,9 @@ const Binary = "/usr/bin/bwrap"
 // StateRoot holds each sandbox's own files (its /etc and seccomp program)
 // while it runs.
 const StateRoot = "/run/sandcheck-bwrap"
+
+// idPrefix is the prefix of the bwrap sandboxes' IDs (process.NewID).
+const idPrefix = "scbw"
 
 // Bounds.
 const (
@@ -257,7 +261,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 			RunID: spec.Labels["sandcheck.run"], Target: spec.Labels["sandcheck.target"], Task: spec.Labels["sandcheck.task"]})
 	}
 	sb = &Sandbox{r: r, spec: spec}
-	sb.SandboxID = process.NewID("scbw")
+	sb.SandboxID = process.NewID(idPrefix)
 	sb.Log = r.Logger().With("sandbox", sb.SandboxID)
 	sb.NotReaped = "bwrap (pid %d) was not reaped"
 	sb.Cleanup = sb.removeState
@@ -422,7 +426,7 @@ func (sb *Sandbox) removeState() error {
 		// Never remove through a mount: the state folder goes only once
 		// nothing is mounted under it.
 		uerr := sb.unmountBinds()
-		left, merr := mountsUnder(sb.state)
+		left, merr := hostmounts.Under(sb.state)
 		switch {
 		case uerr != nil || merr != nil:
 			errs = append(errs, uerr, merr)
@@ -444,7 +448,7 @@ func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	left := sb.Cgroup.Leftovers()
-	mnts, err := mountsUnder(sb.state)
+	mnts, err := hostmounts.Under(sb.state)
 	if err != nil {
 		return left, err
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/internal/bounded"
+	"github.com/sandcheck/sandcheck/internal/hostmounts"
 )
 
 // RunDirPattern is the name the engine gives run folders (os.MkdirTemp).
@@ -65,7 +66,13 @@ func sweepRunDirs(glob, only string) (removed, kept []string, err error) {
 			kept = append(kept, "run folder "+dir+": "+why)
 			continue
 		}
-		for _, m := range mountsUnder(dir) {
+		mounts, merr := hostmounts.Under(dir)
+		if merr != nil {
+			errs = append(errs, merr)
+			kept = append(kept, "run folder "+dir+": its mounts cannot be listed")
+			continue
+		}
+		for _, m := range mounts {
 			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
 				errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 				continue
@@ -143,31 +150,6 @@ func heldPaths() []string {
 		}
 	})
 	return out
-}
-
-// mountsUnder lists mount points at or below dir, deepest first.
-func mountsUnder(dir string) []string {
-	b := bounded.ReadFile("/proc/self/mountinfo", 4<<20)
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes of blanks.
-func unescapeMount(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 // loopsUnder lists loop devices whose backing file is inside dir.

@@ -177,7 +177,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if err := process.CheckProbeDir(spec.ProbeDir); err != nil {
 		return nil, err
 	}
-	sb = &Sandbox{r: r, id: process.NewID("scwr")}
+	sb = &Sandbox{r: r, id: process.NewID(idPrefix)}
 	sb.log = r.Logger().With("sandbox", sb.id)
 	sb.state = filepath.Join(StateRoot, sb.id)
 	sb.probe = filepath.Join(sb.state, "probe")
@@ -222,7 +222,7 @@ func (sb *Sandbox) makeFolders(probeDir string) error {
 	if err := os.Mkdir(sb.state, 0o755); err != nil {
 		return fmt.Errorf("making the sandbox's folder: %w", err)
 	}
-	if err := markOwner(sb.state); err != nil {
+	if err := process.MarkOwner(sb.state); err != nil {
 		return err
 	}
 	if err := os.Mkdir(sb.probe, 0o755); err != nil {

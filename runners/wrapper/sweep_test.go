@@ -29,7 +29,7 @@ func TestSweep(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		if who != "" {
-			if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(who+"\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, process.OwnerFile), []byte(who+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
