@@ -39,3 +39,30 @@ func TestUnder(t *testing.T) {
 		t.Errorf("Under(%s) = %q, want [%q]", dir, got, inner)
 	}
 }
+
+// TestList reads the root's mount and a read-only bind with its type.
+func TestList(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("/usr", dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := slices.IndexFunc(ms, func(m Mount) bool { return m.Target == "/" })
+	bind := slices.IndexFunc(ms, func(m Mount) bool { return m.Target == dir })
+	if root < 0 || ms[root].FSType == "" {
+		t.Errorf("no root mount with a type in %+v", ms)
+	}
+	if bind < 0 || !ms[bind].ReadOnly {
+		t.Errorf("the read-only bind at %s is not listed read-only: %+v", dir, ms)
+	}
+}

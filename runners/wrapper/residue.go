@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/sandcheck/sandcheck/internal/bounded"
+	"github.com/sandcheck/sandcheck/internal/hostmounts"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -37,9 +38,10 @@ const (
 // outlive the wrapper, marked with token: host processes carrying it in
 // their command line or environment (a daemon that escaped the wrapper and
 // its cgroup), cgroup folders, mounts and links naming it, and token files
-// in the host folders a wrapper commonly lets the box write (/tmp,
-// /var/tmp, /dev/shm, root's and the users' homes: a wrapper shows the box
-// the host's file system). It removes what it finds. A wrapper starts no
+// in the host folders a wrapper commonly lets the box write (/, /tmp,
+// /var/tmp, /dev/shm, root's and the users' homes, the host's writable
+// mount points: a wrapper shows the box the host's file system). It
+// removes what it finds. A wrapper starts no
 // container, and the runner does not ask the engine for one: the container
 // kind says it could not look.
 func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string) ([]runners.Residue, error) {
@@ -97,9 +99,26 @@ func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string
 }
 
 // scratchDirs are the host folders FindResidue looks in: those the probe
-// plants its marker in when the box shows them (probes/impl markerPlaces).
+// plants its marker in when the box shows them (probes/impl markerPlaces):
+// the usual scratch folders and homes, and every writable mount point of
+// the host's own on disk or tmpfs (its root among them: a wrapper that
+// shows the box the host's root writable lets it plant there, and in other
+// containers' and pods' storage mounted on the host too).
 func (sb *Sandbox) scratchDirs() []string {
-	dirs := []string{"/tmp", "/var/tmp", "/dev/shm", "/root"}
+	dirs := []string{"/", "/tmp", "/var/tmp", "/dev/shm", "/root"}
+	if ms, err := hostmounts.List(); err == nil {
+		n := 0
+		for _, m := range ms {
+			if n == maxMountDirs {
+				break
+			}
+			if m.ReadOnly || !diskFSTypes[m.FSType] || slices.ContainsFunc(notScratch, func(p string) bool { return m.Target == p || strings.HasPrefix(m.Target, p+"/") }) {
+				continue
+			}
+			dirs = append(dirs, m.Target)
+			n++
+		}
+	}
 	if h := sb.r.id.Home; filepath.IsAbs(h) {
 		dirs = append(dirs, h)
 	}
@@ -116,6 +135,16 @@ func (sb *Sandbox) scratchDirs() []string {
 	slices.Sort(dirs)
 	return slices.Compact(dirs)
 }
+
+// maxMountDirs bounds the host mount points scratchDirs adds.
+const maxMountDirs = 256
+
+// diskFSTypes are the file systems a token file on a host mount survives
+// the box on.
+var diskFSTypes = map[string]bool{"ext2": true, "ext3": true, "ext4": true, "xfs": true, "btrfs": true, "tmpfs": true, "overlay": true, "zfs": true, "f2fs": true, "vfat": true, "nfs": true, "nfs4": true, "fuseblk": true, "9p": true, "virtiofs": true}
+
+// notScratch are the kernel's trees, never a place for a token file.
+var notScratch = []string{"/proc", "/sys", "/dev/pts"}
 
 // removeTokenFiles reports and removes name in each folder (Lstat: a link
 // there is reported and removed itself, never followed).

@@ -4,9 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
@@ -71,5 +74,41 @@ func TestFindResidue(t *testing.T) {
 	}
 	if _, err := sb.FindResidue(t.Context(), "Bad token!", []string{"processes"}); err == nil {
 		t.Error("a loose token was accepted")
+	}
+}
+
+// TestScratchDirsFollowTheHostsMounts: the folders a token file is looked
+// for in hold the host's root and every writable disk or tmpfs mount of
+// the host (firejail as root showed the box the host's root writable, and
+// the probe's file there stayed unseen), not a read-only one nor the
+// kernel's trees.
+func TestScratchDirsFollowTheHostsMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	rw, ro := filepath.Join(t.TempDir(), "rw"), filepath.Join(t.TempDir(), "ro")
+	for _, d := range []string{rw, ro} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(d, unix.MNT_DETACH) })
+	}
+	if err := unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	sb := &Sandbox{r: &Runner{}}
+	dirs := sb.scratchDirs()
+	for _, want := range []string{"/", "/tmp", rw} {
+		if !slices.Contains(dirs, want) {
+			t.Errorf("scratch folders %v lack %s", dirs, want)
+		}
+	}
+	for _, not := range []string{ro, "/proc", "/sys"} {
+		if slices.Contains(dirs, not) {
+			t.Errorf("scratch folders %v hold %s", dirs, not)
+		}
 	}
 }
