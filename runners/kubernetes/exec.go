@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -24,10 +23,10 @@ func (s *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, 
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec in pod %s: empty command", s.ID())
 	}
 	start := time.Now()
-	req := s.r.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.ns).Name(s.pod).
+	req := s.r.cs.core.Post().Resource("pods").Namespace(s.ns).Name(s.pod).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
 		Container: s.container, Command: argv, Stdout: true, Stderr: true,
-	}, scheme.ParameterCodec)
+	}, paramCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(s.r.cfg, "GET", req.URL().String())
 	if err != nil {
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec in pod %s: %w", s.ID(), err)

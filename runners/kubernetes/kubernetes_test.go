@@ -41,6 +41,7 @@ func TestTemplateRejects(t *testing.T) {
 		"not a pod":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
 		"no containers":  "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {}\n",
 		"unknown kind":   "apiVersion: v1\nkind: Bogus\nmetadata: {name: a}\n",
+		"other group":    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n",
 		"empty document": "",
 	}
 	for name, body := range cases {
@@ -57,6 +58,12 @@ func TestTemplateRejects(t *testing.T) {
 	os.WriteFile(p, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n"), 0o644)
 	if _, err := readNamespaceObjects(p); err == nil || !strings.Contains(err.Error(), "allowed") {
 		t.Errorf("a Pod in the namespace file: want refused, got %v", err)
+	}
+	// A kind of a group the runner's scheme does not hold is refused by
+	// name, with what is allowed.
+	os.WriteFile(p, []byte("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: a}\nspec: {podSelector: {}}\n"), 0o644)
+	if _, err := readNamespaceObjects(p); err == nil || !strings.Contains(err.Error(), "networking.k8s.io/v1 NetworkPolicy") || !strings.Contains(err.Error(), "allowed") {
+		t.Errorf("a NetworkPolicy in the namespace file: want refused by name, got %v", err)
 	}
 }
 

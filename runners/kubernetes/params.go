@@ -54,7 +54,7 @@ func (r *Runner) readPlatform(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	nodes, err := r.cs.CoreV1().Nodes().List(cctx, opts)
+	nodes, err := r.cs.listNodes(cctx, opts)
 	if err != nil {
 		r.log.Debug("listing nodes for the probes' parameters", "err", err)
 		return

@@ -15,7 +15,6 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -28,7 +27,7 @@ import (
 type Runner struct {
 	tg         *targets.Target
 	cfg        *rest.Config
-	cs         clients
+	cs         *api
 	tmpl       *corev1.Pod
 	container  int // index of the task container in tmpl
 	nsObjs     []runtime.Object
@@ -107,7 +106,7 @@ func New(ctx context.Context, tg *targets.Target, log *slog.Logger) (*Runner, er
 func (r *Runner) check(ctx context.Context, kc string) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	v, err := r.cs.Discovery().ServerVersion()
+	v, err := r.cs.serverVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("API server %s (kubeconfig %s) does not answer: %w", r.cfg.Host, kc, err)
 	}
@@ -122,10 +121,10 @@ func (r *Runner) check(ctx context.Context, kc string) error {
 	}
 	var denied []string
 	for _, w := range wants {
-		rev, err := r.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(cctx, &authzv1.SelfSubjectAccessReview{
+		rev, err := r.cs.createAccessReview(cctx, &authzv1.SelfSubjectAccessReview{
 			Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
 				Verb: w.verb, Group: w.group, Resource: w.resource, Subresource: w.sub}},
-		}, metav1.CreateOptions{})
+		})
 		if err != nil {
 			return fmt.Errorf("asking API server %s what kubeconfig %s may do: %w", r.cfg.Host, kc, err)
 		}

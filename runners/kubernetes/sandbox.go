@@ -62,8 +62,8 @@ func (s *Sandbox) create(ctx context.Context, spec runners.SandboxSpec, img stri
 	cs := s.r.cs
 	labels := labelsFor(spec.Labels)
 	labels["app.kubernetes.io/managed-by"] = "sandcheck"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: s.ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
+	if err := cs.createNamespace(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: s.ns, Labels: labels}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", s.ns, err)
 	}
 	for _, o := range s.r.nsObjs {
@@ -76,7 +76,7 @@ func (s *Sandbox) create(ctx context.Context, spec runners.SandboxSpec, img stri
 	// The namespace's default ServiceAccount appears a moment after the
 	// namespace; until then the API server refuses pods.
 	for {
-		created, err := cs.CoreV1().Pods(s.ns).Create(ctx, pod, metav1.CreateOptions{})
+		created, err := cs.createPod(ctx, s.ns, pod)
 		if err == nil {
 			s.uid = string(created.UID)
 			return nil
@@ -100,10 +100,10 @@ func createIn(ctx context.Context, s *Sandbox, o runtime.Object) error {
 	switch v := o.(type) {
 	case *corev1.ServiceAccount:
 		v.Namespace, what = ns, "ServiceAccount "+v.Name
-		_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.core, ns, "serviceaccounts", v, &corev1.ServiceAccount{})
 	case *rbacv1.Role:
 		v.Namespace, what = ns, "Role "+v.Name
-		_, err = cs.RbacV1().Roles(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.rbac, ns, "roles", v, &rbacv1.Role{})
 	case *rbacv1.RoleBinding:
 		v.Namespace, what = ns, "RoleBinding "+v.Name
 		for i := range v.Subjects {
@@ -111,19 +111,19 @@ func createIn(ctx context.Context, s *Sandbox, o runtime.Object) error {
 				v.Subjects[i].Namespace = ns
 			}
 		}
-		_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.rbac, ns, "rolebindings", v, &rbacv1.RoleBinding{})
 	case *corev1.ResourceQuota:
 		v.Namespace, what = ns, "ResourceQuota "+v.Name
-		_, err = cs.CoreV1().ResourceQuotas(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.core, ns, "resourcequotas", v, &corev1.ResourceQuota{})
 	case *corev1.LimitRange:
 		v.Namespace, what = ns, "LimitRange "+v.Name
-		_, err = cs.CoreV1().LimitRanges(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.core, ns, "limitranges", v, &corev1.LimitRange{})
 	case *corev1.ConfigMap:
 		v.Namespace, what = ns, "ConfigMap "+v.Name
-		_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.core, ns, "configmaps", v, &corev1.ConfigMap{})
 	case *corev1.Secret:
 		v.Namespace, what = ns, "Secret "+v.Name
-		_, err = cs.CoreV1().Secrets(ns).Create(ctx, v, metav1.CreateOptions{})
+		err = create(ctx, cs.core, ns, "secrets", v, &corev1.Secret{})
 	default:
 		return fmt.Errorf("namespace %s: cannot create a %T", ns, o)
 	}
@@ -226,7 +226,7 @@ func (s *Sandbox) waitRunning(ctx context.Context) error {
 	var last *corev1.Pod
 	lastExec := ""
 	for {
-		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
+		pod, err := s.r.cs.getPod(ctx, s.ns, s.pod)
 		if err == nil {
 			last = pod
 			if ok, why := podRunning(pod, s.container); ok {
@@ -303,7 +303,7 @@ func podState(pod *corev1.Pod) string {
 func (s *Sandbox) events(ctx context.Context) string {
 	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := s.r.cs.CoreV1().Events(s.ns).List(ectx, metav1.ListOptions{})
+	list, err := s.r.cs.listEvents(ectx, s.ns, metav1.ListOptions{})
 	if err != nil || len(list.Items) == 0 {
 		return ""
 	}
@@ -339,17 +339,17 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		grace := int64(closeGrace / time.Second)
 		bg := metav1.DeletePropagationBackground
 		var errs []error
-		err := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		err := s.r.cs.deletePod(cctx, s.ns, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting pod %s/%s: %w", s.ns, s.pod, err))
 		}
-		err = s.r.cs.CoreV1().Namespaces().Delete(cctx, s.ns, metav1.DeleteOptions{PropagationPolicy: &bg})
+		err = s.r.cs.deleteNamespace(cctx, s.ns, metav1.DeleteOptions{PropagationPolicy: &bg})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", s.ns, err))
 		}
 		if err := s.waitGone(cctx, closeWait); err != nil {
 			zero := int64(0)
-			ferr := s.r.cs.CoreV1().Pods(s.ns).Delete(cctx, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			ferr := s.r.cs.deletePod(cctx, s.ns, s.pod, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			if ferr != nil && !apierrors.IsNotFound(ferr) {
 				err = fmt.Errorf("%w; forced delete: %w", err, ferr)
 			}
@@ -372,7 +372,7 @@ func (s *Sandbox) waitGone(ctx context.Context, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	var last *corev1.Pod
 	for {
-		pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
+		pod, err := s.r.cs.getPod(ctx, s.ns, s.pod)
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
@@ -395,12 +395,12 @@ func (s *Sandbox) waitGone(ctx context.Context, d time.Duration) error {
 // namespace unless it is already terminating.
 func (s *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
 	var left []string
-	if _, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{}); err == nil {
+	if _, err := s.r.cs.getPod(ctx, s.ns, s.pod); err == nil {
 		left = append(left, "pod "+s.ID())
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("looking for pod %s: %w", s.ID(), err)
 	}
-	ns, err := s.r.cs.CoreV1().Namespaces().Get(ctx, s.ns, metav1.GetOptions{})
+	ns, err := s.r.cs.getNamespace(ctx, s.ns)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

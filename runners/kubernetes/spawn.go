@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -51,19 +50,18 @@ func (s *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []s
 			Command: argv, Env: envs,
 			SecurityContext: &corev1.SecurityContext{RunAsUser: &uid, RunAsGroup: &uid, RunAsNonRoot: &nonRoot},
 		}}
-	pods := s.r.cs.CoreV1().Pods(s.ns)
-	pod, err := pods.Get(ctx, s.pod, metav1.GetOptions{})
+	pod, err := s.r.cs.getPod(ctx, s.ns, s.pod)
 	if err != nil {
 		return fmt.Errorf("spawn of %s: reading pod %s/%s: %w", argv[0], s.ns, s.pod, err)
 	}
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, ec)
-	if _, err := pods.UpdateEphemeralContainers(ctx, s.pod, pod, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.r.cs.updateEphemeralContainers(ctx, s.ns, s.pod, pod); err != nil {
 		return fmt.Errorf("spawn of %s: adding ephemeral container %s to pod %s/%s: %w", argv[0], name, s.ns, s.pod, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, spawnWait)
 	defer cancel()
 	for {
-		pod, err := pods.Get(wctx, s.pod, metav1.GetOptions{})
+		pod, err := s.r.cs.getPod(wctx, s.ns, s.pod)
 		if err == nil {
 			for _, st := range pod.Status.EphemeralContainerStatuses {
 				if st.Name != name {

@@ -10,13 +10,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 // maxManifest bounds a pod template or namespace file.
 const maxManifest = 1 << 20
+
+// nsKinds are the kinds a namespace file may hold; readKinds all the kinds
+// the runner reads (the template's Pod and nsKinds).
+const (
+	nsKinds   = "ServiceAccount, Role, RoleBinding, ResourceQuota, LimitRange, ConfigMap, Secret"
+	readKinds = "Pod (the pod template); " + nsKinds + " (the namespace file)"
+)
 
 // readManifests decodes every YAML document of a file into typed objects.
 func readManifests(path string) ([]runtime.Object, error) {
@@ -45,7 +53,12 @@ func readManifests(path string) ([]runtime.Object, error) {
 		if len(bytes.TrimSpace(doc)) == 0 || string(bytes.TrimSpace(doc)) == "---" {
 			continue
 		}
-		obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		obj, gvk, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		var tm metav1.TypeMeta
+		if runtime.IsNotRegisteredError(err) && yaml.Unmarshal(doc, &tm) == nil {
+			// The runner's scheme has only the groups it reads (clients.go).
+			return nil, fmt.Errorf("%s: document %d is a %s %s, which sandcheck does not read; allowed: %s", path, i, tm.APIVersion, tm.Kind, readKinds)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d does not parse as a Kubernetes object: %w", path, i, err)
 		}
@@ -88,7 +101,7 @@ func readNamespaceObjects(path string) ([]runtime.Object, error) {
 		case *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding, *corev1.ResourceQuota, *corev1.LimitRange,
 			*corev1.ConfigMap, *corev1.Secret:
 		default:
-			return nil, fmt.Errorf("namespace file %s: object %d is a %T; allowed: ServiceAccount, Role, RoleBinding, ResourceQuota, LimitRange, ConfigMap, Secret", path, i+1, o)
+			return nil, fmt.Errorf("namespace file %s: object %d is a %T; allowed: %s", path, i+1, o, nsKinds)
 		}
 	}
 	return objs, nil

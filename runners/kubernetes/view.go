@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -19,13 +18,13 @@ import (
 // node's own view (nodeView): the masked paths and seccomp filter its
 // containerd applies, the pod's process limit in its cgroup.
 func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
-	pod, err := s.r.cs.CoreV1().Pods(s.ns).Get(ctx, s.pod, metav1.GetOptions{})
+	pod, err := s.r.cs.getPod(ctx, s.ns, s.pod)
 	if err != nil {
 		return runners.RuntimeView{}, fmt.Errorf("inspecting pod %s: %w", s.ID(), err)
 	}
 	handler := "runc" // the node's default runtime
 	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
-		got, err := s.r.cs.NodeV1().RuntimeClasses().Get(ctx, *rc, metav1.GetOptions{})
+		got, err := s.r.cs.getRuntimeClass(ctx, *rc)
 		if err != nil {
 			return runners.RuntimeView{}, fmt.Errorf("inspecting RuntimeClass %s of pod %s: %w", *rc, s.ID(), err)
 		}
