@@ -111,6 +111,19 @@ func TestContractRejects(t *testing.T) {
 	if p := c.check(good); len(p) > 0 {
 		t.Fatalf("known-good exchanges refused (the check is wrong, or the documents changed):\n%s", strings.Join(p, "\n"))
 	}
+	// An endpoint that names no token (upstream's default) waives execd's
+	// AccessToken scheme for its address only.
+	tokenless := newContract(t, contractOrigin+"/v1")
+	noTok := []exchange{
+		synth(t, "GET", contractOrigin+"/v1/sandboxes/abc/endpoints/44772", keyHdr, nil, 200, "application/json", map[string]any{"endpoint": "10.7.7.7:44772"}),
+		synth(t, "GET", "http://10.7.7.7:44772/ping", nil, nil, 200, "", nil),
+	}
+	if p := tokenless.check(noTok); len(p) > 0 {
+		t.Errorf("a tokenless endpoint's execd call refused: %v", p)
+	}
+	if p := contractWithEndpoint(t).check(noTok[1:]); len(p) == 0 {
+		t.Error("a call to an address no endpoint named passed")
+	}
 	long := strings.Repeat("a", 64)
 	cases := []struct {
 		name string
@@ -144,6 +157,8 @@ func TestContractRejects(t *testing.T) {
 		{"path outside the base", synth(t, "GET", contractOrigin+"/sandboxes/abc", keyHdr, nil, 0, "", nil), "not under the lifecycle API's declared base"},
 		{"endpoint port out of range", synth(t, "GET", contractOrigin+"/v1/sandboxes/abc/endpoints/70000", keyHdr, nil, 0, "", nil), "request:"},
 		{"answer with an undocumented status", synth(t, "POST", contractOrigin+"/v1/sandboxes", keyHdr, goodCreate, 201, "application/json", created), "status is not supported"},
+		{"create answer with expiresAt not a date-time (a waiver for null does not reach it)", synth(t, "POST", contractOrigin+"/v1/sandboxes", keyHdr, goodCreate, 202, "application/json",
+			map[string]any{"id": "abc", "status": map[string]any{"state": "Pending"}, "createdAt": "2026-12-04T22:00:00Z", "entrypoint": []string{"sh"}, "expiresAt": "soon"}), "/expiresAt"},
 		{"create answer missing createdAt", synth(t, "POST", contractOrigin+"/v1/sandboxes", keyHdr, goodCreate, 202, "application/json",
 			map[string]any{"id": "abc", "status": map[string]any{"state": "Pending"}, "entrypoint": []string{"sh"}}), "response 202"},
 		{"endpoint answer with an unknown field", synth(t, "GET", contractOrigin+"/v1/sandboxes/abc/endpoints/44772", keyHdr, nil, 200, "application/json",

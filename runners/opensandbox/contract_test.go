@@ -124,6 +124,8 @@ type contract struct {
 	// seen counts the documented operations the exchanges reached, by
 	// "document METHOD path".
 	seen map[string]int
+	// waived counts the problems standInDeviations waived.
+	waived int
 }
 
 func newContract(t *testing.T, lifecycleURL string) *contract {
@@ -143,10 +145,38 @@ func (c *contract) check(exs []exchange) []string {
 	var out []string
 	for i, ex := range exs {
 		for _, p := range c.checkOne(ex) {
+			if standInDeviation(p) {
+				c.waived++
+				continue
+			}
 			out = append(out, fmt.Sprintf("#%d %s %s: %s", i, ex.Method, ex.URL, p))
 		}
 	}
 	return out
+}
+
+// standInDeviations are the stand-in's own breaches of the documents,
+// where upstream keeps them: answers the runner reads but does not make,
+// waived here by their exact message so the runner's contract can be
+// judged; each is for the stand-in to fix (fixtures/opensandbox), and
+// nothing else is waived.
+var standInDeviations = []struct{ message, why string }{
+	{`response 202: Error at "/expiresAt": Value is not nullable Value: null`,
+		"the stand-in writes expiresAt: null for a sandbox without a lifetime; the document omits it " +
+			"(sandbox-lifecycle.yml CreateSandboxResponse.expiresAt) and upstream drops None fields " +
+			"(server api/lifecycle.py 66-67, response_model_exclude_none)"},
+	{`response 200: Error at "/expiresAt": Value is not nullable Value: null`,
+		"the same in GET /sandboxes/{id} (server api/lifecycle.py 169-170)"},
+}
+
+// standInDeviation says a problem is exactly one of standInDeviations.
+func standInDeviation(p string) bool {
+	for _, d := range standInDeviations {
+		if p == d.message {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *contract) checkOne(ex exchange) []string {
@@ -230,7 +260,16 @@ func (c *contract) checkExecd(ex exchange, u *url.URL) []string {
 	if !ok {
 		return append(probs, fmt.Sprintf("path %q is not under execd's declared base %q", p, c.execd.base))
 	}
-	probs = append(probs, c.validate(c.execd, ex, "/"+rest)...)
+	// execd's document requires its AccessToken on every call, but
+	// upstream starts execd without one and names no header then
+	// (../shared/opensandbox/README.md): a client can only send what the
+	// endpoint answer gave, so the scheme is waived for an endpoint that
+	// gave no token, and held for one that did.
+	waive := ""
+	if !hasHeader(c.endpoints[base], execdTokenHeader) {
+		waive = execdTokenHeader
+	}
+	probs = append(probs, c.validateAs(c.execd, ex, "/"+rest, waive)...)
 	switch {
 	case ex.Method == http.MethodPost && rest == "command":
 		probs = append(probs, commandRules(ex.ReqBody)...)
@@ -255,6 +294,26 @@ func (c *contract) checkExecd(ex exchange, u *url.URL) []string {
 // validate runs kin-openapi's request validator, then its response
 // validator, on one exchange routed at path (below the declared base).
 func (c *contract) validate(a *api, ex exchange, path string) []string {
+	return c.validateAs(a, ex, path, "")
+}
+
+// execdTokenHeader is execd's AccessToken scheme's header (execd-api.yaml
+// 1115-1118).
+const execdTokenHeader = "X-EXECD-ACCESS-TOKEN"
+
+// hasHeader says headers names h (in any case).
+func hasHeader(headers map[string]string, h string) bool {
+	for k, v := range headers {
+		if strings.EqualFold(k, h) && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// validateAs is validate with the apiKey scheme carried in header waived
+// ("" waives none).
+func (c *contract) validateAs(a *api, ex exchange, path, waived string) []string {
 	req, err := http.NewRequest(ex.Method, "http://contract.invalid"+path, bytes.NewReader(ex.ReqBody))
 	if err != nil {
 		return []string{fmt.Sprintf("rebuilding the request: %v", err)}
@@ -280,6 +339,9 @@ func (c *contract) validate(a *api, ex exchange, path string) []string {
 			s := in.SecurityScheme
 			if s.Type != "apiKey" || s.In != "header" {
 				return fmt.Errorf("security scheme %s of type %s in %s is not one this check knows", in.SecuritySchemeName, s.Type, s.In)
+			}
+			if waived != "" && strings.EqualFold(s.Name, waived) {
+				return nil
 			}
 			if in.RequestValidationInput.Request.Header.Get(s.Name) == "" {
 				return fmt.Errorf("no %s header", s.Name)
