@@ -83,12 +83,12 @@ func createRules(body []byte) []string {
 			v := md[k]
 			switch {
 			case strings.HasPrefix(k, "opensandbox.io/"):
-				probs = append(probs, fmt.Sprintf("metadata key %q uses the reserved opensandbox.io/ prefix (server services/validators.py 107-116)", k))
+				probs = append(probs, fmt.Sprintf("metadata key %q uses the reserved opensandbox.io/ prefix (server services/validators.py 107-117)", k))
 			case !upLabelKeyValid(k):
-				probs = append(probs, fmt.Sprintf("metadata key %q is not a Kubernetes label key (server services/validators.py 117-125)", k))
+				probs = append(probs, fmt.Sprintf("metadata key %q is not a Kubernetes label key (server services/validators.py 118-125)", k))
 			}
 			if len(v) > 63 || !upLabelValue.MatchString(v) {
-				probs = append(probs, fmt.Sprintf("metadata value %q (%d characters) of %q is not a Kubernetes label value (server services/validators.py 91-94, 126-131)", v, len(v), k))
+				probs = append(probs, fmt.Sprintf("metadata value %q (%d characters) of %q is not a Kubernetes label value (server services/validators.py 91-94, 126-133)", v, len(v), k))
 			}
 		}
 	}
