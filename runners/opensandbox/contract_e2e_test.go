@@ -39,7 +39,9 @@ var contractCalls = []string{
 // the delete. The bare form runs with a network policy (the egress
 // sidecar), the proxy form (upstream's bridge mode, /proxy/44772) without;
 // the bare form also loses a create, so the runner's sweep lists by
-// metadata.
+// metadata. Each form then puts two creates upstream refuses on the wire (no
+// resourceLimits; a 64-character label value) and requires the same judge to
+// refuse them.
 func TestContractRecorded(t *testing.T) {
 	for _, form := range []string{"bare", "proxy"} {
 		t.Run(form, func(t *testing.T) { contractRun(t, form) })
@@ -108,6 +110,7 @@ func contractRun(t *testing.T, form string) {
 		t.Errorf("close: %v", err)
 	}
 	judge(t, url, rec, contractCalls)
+	contractCatches(t, url, key)
 
 	if form != "bare" {
 		return
@@ -141,4 +144,34 @@ func judge(t *testing.T, lifecycleURL string, rec *recorder, must []string) {
 		}
 	}
 	t.Logf("%d exchanges judged (%d known stand-in deviations waived); operations: %v", len(exs), c.waived, c.seen)
+}
+
+// contractCatches is the recorded path's own negative control: requests the
+// runner must never send, put on the wire through the same recorder, are
+// refused by the same judge for the reason named.
+func contractCatches(t *testing.T, url, key string) {
+	t.Helper()
+	r, err := New(testCfg(url), testImage, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	noLimits := r.request(runners.SandboxSpec{Name: "contract-no-limits"})
+	noLimits.ResourceLimits = nil
+	longLabel := r.request(runners.SandboxSpec{Name: "contract-long-label"})
+	longLabel.Metadata["sandcheck.task"] = strings.Repeat("x", 64)
+	for _, req := range []createRequest{noLimits, longLabel} {
+		if info, err := r.api.create(ctx, req); err == nil {
+			(&Sandbox{id: info.ID, api: r.api, log: r.log}).Close(ctx)
+			t.Errorf("the stand-in accepted a create upstream refuses: %+v", req)
+		}
+	}
+	probs := strings.Join(newContract(t, url).check(rec.exchanges(t)), "\n")
+	for _, want := range []string{"no resourceLimits", "response 422: status is not supported", "not a Kubernetes label value"} {
+		if !strings.Contains(probs, want) {
+			t.Errorf("the recorded contract missed %q in known-bad creates; it said:\n%s", want, probs)
+		}
+	}
 }
