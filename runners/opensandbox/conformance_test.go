@@ -12,7 +12,9 @@ import (
 // lifecycle server with the real execd, with an API key, in each of
 // upstream's endpoint forms: bare, as its default host network mode names
 // execd (server networking.py 218), and {host}:{port}/proxy/44772 through
-// execd's own proxy, as its bridge mode does (networking.py 269).
+// execd's own proxy, as its bridge mode does (networking.py 269). Each
+// runner's traffic is recorded and judged against upstream's OpenAPI
+// documents when its test ends.
 func TestConformance(t *testing.T) {
 	for _, form := range []string{"bare", "proxy"} {
 		t.Run(form, func(t *testing.T) { conformance(t, form) })
@@ -27,6 +29,10 @@ func conformance(t *testing.T, form string) {
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
+			// Everything the suite makes the runner send and read is held
+			// to upstream's documents too (contract_test.go).
+			rec := record(t, r)
+			t.Cleanup(func() { judge(t, url, rec, nil) })
 			return r
 		},
 		CopyPath: "/tmp/conformance-copy",
