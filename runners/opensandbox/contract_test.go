@@ -124,8 +124,6 @@ type contract struct {
 	// seen counts the documented operations the exchanges reached, by
 	// "document METHOD path".
 	seen map[string]int
-	// waived counts the problems standInDeviations waived.
-	waived int
 }
 
 func newContract(t *testing.T, lifecycleURL string) *contract {
@@ -145,38 +143,10 @@ func (c *contract) check(exs []exchange) []string {
 	var out []string
 	for i, ex := range exs {
 		for _, p := range c.checkOne(ex) {
-			if standInDeviation(p) {
-				c.waived++
-				continue
-			}
 			out = append(out, fmt.Sprintf("#%d %s %s: %s", i, ex.Method, ex.URL, p))
 		}
 	}
 	return out
-}
-
-// standInDeviations are the stand-in's own breaches of the documents,
-// where upstream keeps them: answers the runner reads but does not make,
-// waived here by their exact message so the runner's contract can be
-// judged; each is for the stand-in to fix (fixtures/opensandbox), and
-// nothing else is waived.
-var standInDeviations = []struct{ message, why string }{
-	{`response 202: Error at "/expiresAt": Value is not nullable Value: null`,
-		"the stand-in writes expiresAt: null for a sandbox without a lifetime; the document omits it " +
-			"(sandbox-lifecycle.yml CreateSandboxResponse.expiresAt) and upstream drops None fields " +
-			"(server api/lifecycle.py 66-67, response_model_exclude_none)"},
-	{`response 200: Error at "/expiresAt": Value is not nullable Value: null`,
-		"the same in GET /sandboxes/{id} (server api/lifecycle.py 169-170)"},
-}
-
-// standInDeviation says a problem is exactly one of standInDeviations.
-func standInDeviation(p string) bool {
-	for _, d := range standInDeviations {
-		if p == d.message {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *contract) checkOne(ex exchange) []string {
