@@ -4,17 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-)
 
-// Kubernetes label rules, which upstream holds metadata to at create (a
-// 400 otherwise; server services/validators.py 54-57, 71-131).
-var (
-	dnsSubdomain = regexp.MustCompile(`^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	labelName    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	labelValue   = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // maxLabel is the longest label value, and name, Kubernetes allows.
@@ -45,18 +38,13 @@ func CheckMetadata(md map[string]string) []string {
 	return out
 }
 
-func labelKeyValid(key string) bool {
-	name := key
-	if prefix, n, ok := strings.Cut(key, "/"); ok {
-		if prefix == "" || n == "" || len(prefix) > 253 || !dnsSubdomain.MatchString(prefix) {
-			return false
-		}
-		name = n
-	}
-	return len(name) <= maxLabel && labelName.MatchString(name)
-}
+// labelKeyValid and labelValueValid are the Kubernetes label rules, which
+// upstream holds metadata to at create (a 400 otherwise; server
+// services/validators.py 54-57, 71-131), as apimachinery states them (and
+// targets validate checks them).
+func labelKeyValid(key string) bool { return len(validation.IsQualifiedName(key)) == 0 }
 
-func labelValueValid(v string) bool { return len(v) <= maxLabel && labelValue.MatchString(v) }
+func labelValueValid(v string) bool { return len(validation.IsValidLabelValue(v)) == 0 }
 
 // asLabelValue makes a value the harness chose (a sandbox's name, a task
 // or target name) a valid label value, the same way every time, so a
