@@ -67,7 +67,10 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 	t.Helper()
 	waitHarnessLockFree(t)
 	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out-dir", out, "--quiet")
+	// One probe after another (--parallel 1): the whole weak run takes
+	// about 37 s here, so the 20 s kill still meets it running (at the
+	// default parallelism it ended in about 20 s).
+	cmd := exec.Command(filepath.Join(bin, "sandcheck"), "run", "--target", "fixtures/targets/weak.yaml", "--out-dir", out, "--quiet", "--parallel", "1")
 	cmd.Dir = ".."
 	var se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &se, &se
@@ -75,7 +78,13 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(delay)
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+		t.Fatalf("the run ended before the %s kill: the kill would test nothing\n%s", delay, se.String())
+	case <-time.After(delay):
+	}
 	k := killedRun{pid: cmd.Process.Pid, runID: runIDOf(out)}
 	k.bridge = bridgeOf(k.runID)
 	k.dirs = runDirsOf(k.pid)
@@ -85,7 +94,7 @@ func killRunAt(t *testing.T, bin string, delay time.Duration) (waitedForLock boo
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing the run's process group: %v", err)
 	}
-	_ = cmd.Wait()
+	<-exited
 	killed := time.Now()
 	t.Logf("killed at %s: run %s, bridge %q, %d sandboxes, run folders %q", delay, k.runID, k.bridge, len(k.sandboxes), k.dirs)
 	if strings.Contains(se.String(), "waiting for the harness lock") && len(k.sandboxes) == 0 {
