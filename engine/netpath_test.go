@@ -20,7 +20,7 @@ import (
 
 // loopDialer stands for a sandbox's namespace with the test's own loopback:
 // the attempts' reading of what answers is what is under test (the
-// namespace entry itself is runners/netns's test).
+// namespace entry itself is internal/netns's test).
 type loopDialer struct{ err error }
 
 func (d loopDialer) DialFromSandbox(ctx context.Context, nd *net.Dialer, network, addr string) (net.Conn, error) {

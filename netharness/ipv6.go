@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandcheck/sandcheck/internal/netns"
 )
 
 // IPv6 on the harness network. Docker is never asked for IPv6 (its bridge
@@ -336,47 +337,18 @@ func sandboxAddr6(v4 netip.Addr) netip.Addr {
 	return netip.AddrFrom16(a)
 }
 
-// inNetns runs fn on a locked thread moved into the network namespace the
-// namespace file path holds, and moves the thread back. It refuses the
-// caller's own namespace (a container on the host's network). A thread
-// that cannot go back stays locked and retires with its goroutine.
+// inNetns runs fn inside the network namespace the namespace file path
+// holds (netns.DoFile). It refuses the caller's own namespace (a container
+// on the host's network).
 func inNetns(path string, fn func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		hostNS, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			done <- fmt.Errorf("opening the host's network namespace: %w", err)
-			return
-		}
-		defer unix.Close(hostNS)
-		target, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("opening the network namespace file %s: %w", path, err)
-			return
-		}
-		defer unix.Close(target)
-		var hs, ts unix.Stat_t
-		if err := errors.Join(unix.Fstat(hostNS, &hs), unix.Fstat(target, &ts)); err != nil || (hs.Dev == ts.Dev && hs.Ino == ts.Ino) {
-			runtime.UnlockOSThread()
-			done <- errors.Join(fmt.Errorf("%s is the host's own network namespace: refusing to configure it", path), err)
-			return
-		}
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("entering the network namespace file %s: %w", path, err)
-			return
-		}
-		err = fn()
-		if serr := unix.Setns(hostNS, unix.CLONE_NEWNET); serr != nil {
-			done <- errors.Join(err, fmt.Errorf("returning to the host's network namespace: %w", serr))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- err
-	}()
-	return <-done
+	var hs, ts unix.Stat_t
+	if err := errors.Join(unix.Stat("/proc/self/ns/net", &hs), unix.Stat(path, &ts)); err != nil {
+		return fmt.Errorf("comparing the network namespace file %s with the host's: %w", path, err)
+	}
+	if hs.Dev == ts.Dev && hs.Ino == ts.Ino {
+		return fmt.Errorf("%s is the host's own network namespace: refusing to configure it", path)
+	}
+	return netns.DoFile(context.Background(), path, fn)
 }
 
 // configureSandbox6 runs in a sandbox's network namespace: it finds the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net"
 
+	"github.com/sandcheck/sandcheck/internal/netns"
 	"github.com/sandcheck/sandcheck/runners"
-	"github.com/sandcheck/sandcheck/runners/netns"
 )
 
 var _ runners.NetNSDialer = (*Sandbox)(nil)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/netns"
 	"github.com/sandcheck/sandcheck/runners"
-	"github.com/sandcheck/sandcheck/runners/netns"
 )
 
 var _ runners.NetNSDialer = (*Sandbox)(nil)
