@@ -205,6 +205,22 @@ ensure_srt() {
 	srt_installed "$prefix" || die "npm installed $SRT_PACKAGE but $prefix/node_modules/.bin/srt is not version $SRT_VERSION"
 }
 
+# ensure_firejail_ran runs firejail once, as root, unless /run/firejail
+# exists. firejail makes /run/firejail (14 entries, 3 of them bind mounts
+# it keeps: dbus, firejail.ro.dir, firejail.ro.file) on its first use on a
+# machine and leaves them there; when that first use is a test's, a test that
+# compares the host before and after a run sees them as the run's leftovers
+# on a fresh machine only. Setup makes them, before any test's snapshot.
+# Tests only.
+ensure_firejail_ran() {
+	[[ -d /run/firejail ]] && return 0
+	command -v firejail >/dev/null 2>&1 || return 0
+	firejail --quiet --noprofile /bin/true </dev/null >/dev/null 2>&1 ||
+		die "firejail's first run (firejail --quiet --noprofile /bin/true) failed"
+	[[ -d /run/firejail ]] || die "firejail ran but made no /run/firejail"
+	say "ran firejail once (it makes /run/firejail on its first use)"
+}
+
 # ensure_cgroups mounts the cgroup hierarchies when nothing has (no init
 # system does it on some minimal machines).
 ensure_cgroups() {
@@ -457,6 +473,7 @@ main() {
 	if [[ $purpose == test ]]; then
 		ensure_srt
 		ensure_agent_account
+		ensure_firejail_ran
 	fi
 	ensure_cgroups
 	ensure_tracefs
