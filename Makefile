@@ -29,8 +29,11 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
+# The sizes `make test` runs its longest tests at; `make release-test` runs
+# the release test at its full size (both architectures).
+TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64
 
-.PHONY: help setup setup-run build probe-embed release images run test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release release-test images run test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -60,6 +63,9 @@ probe-embed: ## rebuild the probes embedded in the CLI (probebin/sandcheck-probe
 		echo "probe-embed: probebin/sandcheck-probe.linux-$$arch.gz ($$(stat -c %s probebin/sandcheck-probe.linux-$$arch.gz) bytes)"
 	done
 
+release-test: setup build images ## the release test at full size: `make release` for amd64 and arm64, every artifact verified (make test releases amd64 only)
+	SANDCHECK_RELEASE_ARCHES="amd64 arm64" $(GO) test -count=1 -timeout 40m -v -run '^TestMakeReleaseVerifies$$' ./internal/releasetest/
+
 release: ## versioned, stripped, signed artifacts for linux/amd64 and arm64 in dist/VERSION: CLI, probe, tool image, SBOMs, SHA256SUMS, signed bundle (KEY=cosign.key, COSIGN_PASSWORD; scripts/release.sh)
 	bash scripts/release.sh $(DIST)
 
@@ -77,6 +83,14 @@ run: setup-run build images ## run the hardened reference target, reports in out
 # so a slow CI run says where its time went.
 test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl. e2e, a short fuzz of every parser, then the cluster stage; prints each stage's duration
 	took=()
+	# go test -json, read by internal/testreport: the plain output of each
+	# failure and package, a line per skipped test, and at the end the ten
+	# slowest packages and tests (the stream is kept in $(OUT)/go-test.json).
+	go_test() {
+		mkdir -p $(BIN) $(OUT)
+		$(GO) build -o $(BIN)/testreport ./internal/testreport
+		env $(E2E_ENV) $(TEST_SIZE_ENV) $(GO) test -json $(GO_TEST_FLAGS) "$$@" 2>&1 | $(BIN)/testreport -raw $(OUT)/go-test.json
+	}
 	stage() {
 		local name=$$1 t=$$SECONDS
 		shift
@@ -108,7 +122,7 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	setsid nice -n 19 $(MAKE) --no-print-directory fuzz-warm >/dev/null 2>&1 </dev/null &
 	fuzz_pid=$$!
 	trap 'kill -- -$$cluster_pid 2>/dev/null || true; kill -- -$$fuzz_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
-	stage go-test env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) ./...
+	stage go-test go_test ./...
 	wait_fuzz_warm() { wait "$$fuzz_pid" || true; }
 	stage fuzz-warm-wait wait_fuzz_warm
 	stage fuzz $(MAKE) --no-print-directory fuzz
