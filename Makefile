@@ -29,11 +29,23 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
+# The pure test packages: they touch nothing on the host that the host-state
+# tests and the runners' conformance suites compare (no Docker, mounts,
+# namespaces, cgroups, /run, iptables, BPF; only loopback, their own
+# temporary folders and child processes such as chromium), so `make test`
+# runs them beside the host packages (which run one at a time: they share
+# the harness lock, the Docker engine and the host-wide leftover checks),
+# in parallel and at a lower priority, where their compiles and CPU fill
+# what the host packages leave idle while they wait on sandboxes.
+PURE_PKGS = ./canary ./internal/bounded ./internal/depcheck ./internal/docscheck ./internal/labelfilter \
+	./internal/testreport ./internal/yamlbound ./output ./policies/... ./probes ./probebin ./reports \
+	./runners ./runners/all ./targets
+GO_TEST_FLAGS_PURE ?= -count=1 -timeout 30m
 # The sizes `make test` runs its longest tests at; `make release-test` runs
 # the release test at its full size (both architectures).
 TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64
 
-.PHONY: help setup setup-run build probe-embed release release-test images run test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release release-test images run test go-test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -83,14 +95,6 @@ run: setup-run build images ## run the hardened reference target, reports in out
 # so a slow CI run says where its time went.
 test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl. e2e, a short fuzz of every parser, then the cluster stage; prints each stage's duration
 	took=()
-	# go test -json, read by internal/testreport: the plain output of each
-	# failure and package, a line per skipped test, and at the end the ten
-	# slowest packages and tests (the stream is kept in $(OUT)/go-test.json).
-	go_test() {
-		mkdir -p $(BIN) $(OUT)
-		$(GO) build -o $(BIN)/testreport ./internal/testreport
-		env $(E2E_ENV) $(TEST_SIZE_ENV) $(GO) test -json $(GO_TEST_FLAGS) "$$@" 2>&1 | $(BIN)/testreport -raw $(OUT)/go-test.json
-	}
 	stage() {
 		local name=$$1 t=$$SECONDS
 		shift
@@ -122,7 +126,7 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	setsid nice -n 19 $(MAKE) --no-print-directory fuzz-warm >/dev/null 2>&1 </dev/null &
 	fuzz_pid=$$!
 	trap 'kill -- -$$cluster_pid 2>/dev/null || true; kill -- -$$fuzz_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
-	stage go-test go_test ./...
+	stage go-test $(MAKE) --no-print-directory go-test
 	wait_fuzz_warm() { wait "$$fuzz_pid" || true; }
 	stage fuzz-warm-wait wait_fuzz_warm
 	stage fuzz $(MAKE) --no-print-directory fuzz
@@ -134,11 +138,20 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	stage cluster $(MAKE) --no-print-directory test-cluster-stage
 	echo "=== make test: stage durations"
 	printf '  %s\n' "$${took[@]}"
+	$(BIN)/testreport -summary $(OUT)/go-test-host.json $(OUT)/go-test-pure.json | sed -n '/slowest test packages/,/^$$/p;/slowest tests/,/^$$/p'
 
 # The cluster stage of `make test`, after the Docker suite: the cluster's
 # binaries built (or reused from bin/cluster), then `make test-cluster`.
 # Where the binaries cannot be built (no module proxy, no cache) it says so
 # and stops there; under CI (CI=true) that fails the run instead.
+# Two go test runs side by side (scripts/go-test.sh): the host packages one
+# at a time, the pure ones (PURE_PKGS) beside them at a lower priority; each
+# read by internal/testreport as it runs, the ten slowest packages and tests
+# of both at the end, the streams kept in $(OUT)/go-test-{host,pure}.json.
+go-test: ## the Go tests of make test (all packages, e2e included; needs setup, build and images)
+	GO="$(GO)" BIN="$(BIN)" OUT="$(OUT)" PURE_PKGS="$(PURE_PKGS)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" \
+		GO_TEST_FLAGS_PURE="$(GO_TEST_FLAGS_PURE)" $(E2E_ENV) $(TEST_SIZE_ENV) bash scripts/go-test.sh
+
 test-cluster-stage: ## the cluster stage of make test: cluster-build, then test-cluster (skipped with a notice when the cluster cannot be built here; never under CI=true)
 	@echo "=== cluster stage: build (cached in $(BIN)/cluster)"
 	t=$$SECONDS

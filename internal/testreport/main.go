@@ -6,10 +6,14 @@
 //
 // It exits 1 when a package or test failed, a build failed, or the stream
 // ended with a package that never reported (go test killed, a timeout); 2
-// on bad usage or a write error. Lines that are not test2json events (go
+// on bad usage or a file it cannot open. Lines that are not test2json events (go
 // test's own messages on stderr, merged in) are printed as they come.
 //
-//	go test -json ./... 2>&1 | go run ./internal/testreport [-raw FILE] [-top N]
+//	go test -json ./... 2>&1 | go run ./internal/testreport [-raw FILE] [-top N] [-no-summary]
+//	go run ./internal/testreport -summary [-top N] FILE...
+//
+// With -summary it reads streams kept with -raw (of go test runs made side by
+// side) and prints only their joint summary, exiting 1 if any of them failed.
 package main
 
 import (
@@ -45,10 +49,15 @@ const maxLine = 4 << 20
 func main() {
 	raw := flag.String("raw", "", "also write the stream, unchanged, to `FILE`")
 	top := flag.Int("top", 10, "how many of the slowest packages and tests to list")
+	noSummary := flag.Bool("no-summary", false, "print no summary at the end (a -summary run over the kept streams prints it)")
+	summaryOnly := flag.Bool("summary", false, "read the streams kept in the files named and print only their joint summary")
 	flag.Parse()
-	if flag.NArg() != 0 || *top < 1 {
-		fmt.Fprintln(os.Stderr, "usage: go test -json ... | testreport [-raw FILE] [-top N]")
+	if (flag.NArg() != 0) != *summaryOnly || *top < 1 || (*summaryOnly && (*raw != "" || *noSummary)) {
+		fmt.Fprintln(os.Stderr, "usage: go test -json ... | testreport [-raw FILE] [-top N] [-no-summary]\n       testreport -summary [-top N] FILE...")
 		os.Exit(2)
+	}
+	if *summaryOnly {
+		os.Exit(summarize(flag.Args(), *top))
 	}
 	var in io.Reader = os.Stdin
 	if *raw != "" {
@@ -60,13 +69,12 @@ func main() {
 		defer f.Close()
 		in = io.TeeReader(os.Stdin, f)
 	}
-	w := bufio.NewWriter(os.Stdout)
-	r := newReport(w)
+	// Unbuffered: a run cut short (CI's time limit) still shows every
+	// failure read so far, and two streams side by side interleave by line.
+	r := newReport(os.Stdout)
 	err := r.read(in)
-	r.summary(*top)
-	if ferr := w.Flush(); ferr != nil && err == nil {
-		fmt.Fprintf(os.Stderr, "testreport: writing: %v\n", ferr)
-		os.Exit(2)
+	if !*noSummary {
+		r.summary(*top)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testreport: reading the stream: %v\n", err)
@@ -75,6 +83,34 @@ func main() {
 	if r.failed() {
 		os.Exit(1)
 	}
+}
+
+// summarize prints the joint summary of the kept streams in files and
+// returns the exit code: 1 if any failed or was cut short, 2 if one cannot
+// be read.
+func summarize(files []string, top int) int {
+	r := newReport(io.Discard)
+	code := 0
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testreport: %v\n", err)
+			return 2
+		}
+		err = r.read(fh)
+		fh.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testreport: %s: %v\n", f, err)
+			code = 1
+		}
+		r.started = map[string]bool{}
+	}
+	r.w = os.Stdout
+	r.summary(top)
+	if r.failed() {
+		code = 1
+	}
+	return code
 }
 
 type timing struct {
