@@ -23,10 +23,11 @@ BIN ?= bin
 OUT ?= out
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-# e2e packages share the harness network lock and the Docker engine, so test
-# binaries run one at a time (-p 1); `lint` runs first and, compiling in
-# parallel, warms the build cache for them.
-GO_TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
+# e2e packages share the harness network lock and the Docker engine, so their
+# test binaries run one at a time (scripts/go-test.sh: a lock file; the
+# cluster tests: -p 1); `lint` runs first and, compiling in parallel, warms
+# the build cache for them.
+GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
 # The pure test packages: they touch nothing on the host that the host-state
@@ -302,7 +303,7 @@ cluster-down: ## stop the cluster and put the host back as it was
 
 test-cluster: setup build images cluster-build ## cluster tests: up, the kubernetes runner's conformance suite and e2e tests, down, host unchanged
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \
-		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -tags cluster -run '^TestKubernetes' ./runners/kubernetes/ ./e2e/
+		env $(E2E_ENV) $(GO) test $(GO_TEST_FLAGS) -p 1 -tags cluster -run '^TestKubernetes' ./runners/kubernetes/ ./e2e/
 
 bench-cluster: setup build images cluster-build ## the full catalog through the cluster, wall time per pool (runc, gVisor; floor 60 s each)
 	CLUSTER_BIN=$(abspath $(BIN))/cluster bash scripts/cluster/test.sh -- \

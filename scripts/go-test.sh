@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The Go tests of `make test` (make go-test): two go test runs side by side.
 #
-#   host  every package not in PURE_PKGS, one test binary at a time
-#         (GO_TEST_FLAGS, -p 1): they share the harness lock, the Docker
-#         engine and the host-wide leftover checks (the host-state test, the
-#         runners' conformance suites), so they never overlap each other.
+#   host  every package not in PURE_PKGS (GO_TEST_FLAGS), one test binary
+#         at a time: they share the harness lock, the Docker engine and the
+#         host-wide leftover checks (the host-state test, the runners'
+#         conformance suites), so they never overlap each other. go test
+#         runs with -p 2 and each binary under scripts/test-exec-host.sh,
+#         which holds a lock file while it runs: the next package's test
+#         binary compiles and links beside the one running, but only one
+#         runs.
 #   pure  PURE_PKGS (GO_TEST_FLAGS_PURE, in parallel, at nice 10): packages
 #         that touch nothing those checks compare, whose compiles and CPU
 #         fill what the host packages leave idle while they wait on
@@ -22,7 +26,7 @@
 set -euo pipefail
 
 : "${GO:=go}" "${BIN:=bin}" "${OUT:=out}"
-: "${GO_TEST_FLAGS:=-count=1 -p 1 -timeout 50m}" "${GO_TEST_FLAGS_PURE:=-count=1 -timeout 30m}"
+: "${GO_TEST_FLAGS:=-count=1 -timeout 60m}" "${GO_TEST_FLAGS_PURE:=-count=1 -timeout 30m}"
 [[ -n ${PURE_PKGS:-} ]] || {
 	echo "go-test: PURE_PKGS is empty (run it through make go-test)" >&2
 	exit 2
@@ -60,11 +64,15 @@ setsid bash -c 'set -o pipefail; nice -n 10 "$0" test -json -vet=off $1 $2 2>&1 
 	"$GO" "$GO_TEST_FLAGS_PURE" "$pure" "$BIN/testreport" "$OUT/go-test-pure.json" &
 pure_pid=$!
 trap 'kill -- -"$pure_pid" 2>/dev/null || true' EXIT
+export SANDCHECK_HOST_TEST_LOCK
+SANDCHECK_HOST_TEST_LOCK=$(cd "$OUT" && pwd)/go-test-host.lock
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2086
-"$GO" test -json -vet=off $GO_TEST_FLAGS $host 2>&1 |
+"$GO" test -json -vet=off $GO_TEST_FLAGS -p 2 -exec "$here/test-exec-host.sh" $host 2>&1 |
 	"$BIN/testreport" -no-summary -raw "$OUT/go-test-host.json" || rc_host=$?
 wait "$pure_pid" || rc_pure=$?
 trap - EXIT
 "$BIN/testreport" -summary "$OUT/go-test-host.json" "$OUT/go-test-pure.json" || true
+echo "go-test: a host package's time includes its wait for the lock (its tests' times do not)"
 echo "go-test: the host packages' go test exited $rc_host, the pure packages' $rc_pure"
 ((rc_host == 0 && rc_pure == 0))
