@@ -46,7 +46,7 @@ GO_TEST_FLAGS_PURE ?= -count=1 -timeout 30m
 # the release test at its full size (both architectures).
 TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64
 
-.PHONY: help setup setup-run build probe-embed release release-test images run test go-test unit fuzz fuzz-warm bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release release-test images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -114,25 +114,37 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	cluster_log=$$(mktemp /tmp/sandcheck-cluster-build.XXXXXX)
 	setsid nice -n 19 bash scripts/cluster/build.sh $(BIN)/cluster >"$$cluster_log" 2>&1 </dev/null &
 	cluster_pid=$$!
-	trap 'kill -- -$$cluster_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
+	# The module's own downloads (about 2.6 GB from the module proxy on an
+	# empty cache) start beside setup's apt too; the build stage's go
+	# commands wait on the module cache's locks for what is still coming.
+	setsid $(GO) mod download >/dev/null 2>&1 </dev/null &
+	download_pid=$$!
+	fuzz_pid=""
+	fuzz_log=$$(mktemp /tmp/sandcheck-fuzz.XXXXXX)
+	trap 'for p in $$cluster_pid $$download_pid $$fuzz_pid; do kill -- -$$p 2>/dev/null || true; done; rm -f "$$cluster_log" "$$fuzz_log"' EXIT
 	stage setup $(MAKE) --no-print-directory setup
 	stage build $(MAKE) --no-print-directory build images
 	# docs-check reads the catalog from the CLI the build stage just made
 	# rather than linking another one with go run.
 	stage lint $(MAKE) --no-print-directory lint DOCS_CLI=$(BIN)/sandcheck
 	stage script-test $(MAKE) --no-print-directory script-test
-	# The fuzz targets' instrumented builds (the whole dependency graph of
-	# each fuzzed package, compiled again with coverage counters: minutes
-	# of CPU) are made in the background while the suites wait on
-	# sandboxes, at the lowest priority; the fuzz stage then fuzzes from the
-	# warm cache at full priority.
-	setsid nice -n 19 $(MAKE) --no-print-directory fuzz-warm >/dev/null 2>&1 </dev/null &
+	# The fuzz stage (each parser's target for FUZZTIME, after compiling
+	# its package's whole dependency graph again with coverage counters:
+	# minutes of CPU) runs in the background beside the Go tests, at nice
+	# 10 like their pure packages: its compiles fill what the host packages
+	# leave idle while they wait on sandboxes, and each target fuzzes for
+	# its FUZZTIME however loaded the machine is. fuzz-wait prints its log
+	# and fails if it failed.
+	setsid nice -n 10 $(MAKE) --no-print-directory fuzz >"$$fuzz_log" 2>&1 </dev/null &
 	fuzz_pid=$$!
-	trap 'kill -- -$$cluster_pid 2>/dev/null || true; kill -- -$$fuzz_pid 2>/dev/null || true; rm -f "$$cluster_log"' EXIT
 	stage go-test $(MAKE) --no-print-directory go-test
-	wait_fuzz_warm() { wait "$$fuzz_pid" || true; }
-	stage fuzz-warm-wait wait_fuzz_warm
-	stage fuzz $(MAKE) --no-print-directory fuzz
+	wait_fuzz() {
+		local rc=0
+		wait "$$fuzz_pid" || rc=$$?
+		sed 's/^/  /' "$$fuzz_log"
+		((rc == 0)) || { echo "=== make test: the fuzz stage failed (exit $$rc, its log above)"; return 1; }
+	}
+	stage fuzz-wait wait_fuzz
 	wait_build() {
 		wait "$$cluster_pid" || echo "=== make test: the background cluster build failed (its log below); the cluster stage builds again"
 		sed 's/^/  /' "$$cluster_log"
@@ -186,26 +198,16 @@ FUZZ_TARGETS = probes:FuzzParseResults targets:FuzzParse internal/yamlbound:Fuzz
 # deadline exceeded" when FUZZTIME runs out while a loaded machine's worker
 # is still answering (CI saw it on FuzzSinkHello and FuzzParseResults, no
 # input failing). Such a run, and only one that wrote no failing input, is
-# made again, up to three tries in all; a third one fails.
-# fuzz-warm builds, for each fuzzed package, the instrumented test binary
-# `fuzz` needs (one execution of one target each), so that `make test` can
-# compile them in the background; its failures are fuzz's to report.
-fuzz-warm: ## build the fuzz targets' instrumented test binaries into the build cache (make test runs it in the background)
-	@seen=" "
-	for t in $(FUZZ_TARGETS); do
-		[[ $$seen == *" $${t%%:*} "* ]] && continue
-		seen+="$${t%%:*} "
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime 1x ./$${t%%:*} >/dev/null 2>&1 || true
-	done
-
+# made again, up to four tries in all (make test fuzzes beside the Go
+# tests); a fourth one fails.
 fuzz: ## run every fuzz target for FUZZTIME each (parsers of probe output, targets, waivers, canaries, copy-out)
 	@for t in $(FUZZ_TARGETS); do
-		for try in 1 2 3; do
+		for try in 1 2 3 4; do
 			echo "fuzz: $${t#*:} in ./$${t%%:*} for $(FUZZTIME)"
 			if $(GO) test -run "^$${t#*:}$$" -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} 2>&1 | tee /tmp/sandcheck-fuzz.$$$$.log; then
 				break
 			fi
-			if ((try < 3)) && grep -q 'context deadline exceeded' /tmp/sandcheck-fuzz.$$$$.log && ! grep -q 'Failing input written' /tmp/sandcheck-fuzz.$$$$.log; then
+			if ((try < 4)) && grep -q 'context deadline exceeded' /tmp/sandcheck-fuzz.$$$$.log && ! grep -q 'Failing input written' /tmp/sandcheck-fuzz.$$$$.log; then
 				echo "fuzz: $${t#*:}: the fuzzing coordinator's own deadline, no failing input: again"
 				continue
 			fi
