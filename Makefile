@@ -110,14 +110,16 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	# then on the cycles the suites below leave idle while they wait on
 	# sandboxes; the cluster stage waits for that build, and builds in the
 	# foreground what it did not finish. Its own session, so a failing
-	# stage ends it.
+	# stage ends it, whose autogroup is at nice 19 too (scripts/lowprio.sh:
+	# a session is a scheduling group of its own, and nice alone does not
+	# hold one back against another).
 	cluster_log=$$(mktemp /tmp/sandcheck-cluster-build.XXXXXX)
-	setsid nice -n 19 bash scripts/cluster/build.sh $(BIN)/cluster >"$$cluster_log" 2>&1 </dev/null &
+	setsid bash scripts/lowprio.sh 19 bash scripts/cluster/build.sh $(BIN)/cluster >"$$cluster_log" 2>&1 </dev/null &
 	cluster_pid=$$!
 	# The module's own downloads (about 2.6 GB from the module proxy on an
 	# empty cache) start beside setup's apt too; the build stage's go
 	# commands wait on the module cache's locks for what is still coming.
-	setsid $(GO) mod download >/dev/null 2>&1 </dev/null &
+	setsid bash scripts/lowprio.sh 5 $(GO) mod download >/dev/null 2>&1 </dev/null &
 	download_pid=$$!
 	fuzz_pid=""
 	fuzz_log=$$(mktemp /tmp/sandcheck-fuzz.XXXXXX)
@@ -135,7 +137,7 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	# leave idle while they wait on sandboxes, and each target fuzzes for
 	# its FUZZTIME however loaded the machine is. fuzz-wait prints its log
 	# and fails if it failed.
-	setsid nice -n 10 $(MAKE) --no-print-directory fuzz >"$$fuzz_log" 2>&1 </dev/null &
+	setsid bash scripts/lowprio.sh 10 $(MAKE) --no-print-directory fuzz >"$$fuzz_log" 2>&1 </dev/null &
 	fuzz_pid=$$!
 	stage go-test $(MAKE) --no-print-directory go-test
 	wait_fuzz() {

@@ -58,15 +58,16 @@ echo "go-test: $(wc -l <<<"$host") host packages one at a time, $(wc -l <<<"$pur
 
 rc_host=0 rc_pure=0
 # The pure run in a session of its own, so that this script's end (a
-# failure, an interrupt) ends it and its test binaries too.
+# failure, an interrupt) ends it and its test binaries too, at nice 10 with
+# its session's autogroup (lowprio.sh).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2016 # expanded by the inner shell
-setsid bash -c 'set -o pipefail; nice -n 10 "$0" test -json -vet=off $1 $2 2>&1 | "$3" -no-summary -raw "$4"' \
+setsid bash "$here/lowprio.sh" 10 bash -c 'set -o pipefail; "$0" test -json -vet=off $1 $2 2>&1 | "$3" -no-summary -raw "$4"' \
 	"$GO" "$GO_TEST_FLAGS_PURE" "$pure" "$BIN/testreport" "$OUT/go-test-pure.json" &
 pure_pid=$!
 trap 'kill -- -"$pure_pid" 2>/dev/null || true' EXIT
 export SANDCHECK_HOST_TEST_LOCK
 SANDCHECK_HOST_TEST_LOCK=$(cd "$OUT" && pwd)/go-test-host.lock
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2086
 "$GO" test -json -vet=off $GO_TEST_FLAGS -p 2 -exec "$here/test-exec-host.sh" $host 2>&1 |
 	"$BIN/testreport" -no-summary -raw "$OUT/go-test-host.json" || rc_host=$?
