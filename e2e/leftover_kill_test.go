@@ -250,7 +250,9 @@ func waitHarnessLockFree(t *testing.T) {
 }
 
 // TestKilledHostProcessRunLeavesNothing: runs of the host-process runners,
-// srt as a user (wrapper) and the weak bwrap reference (bwrap), killed with
+// srt as a user (wrapper), the weak bwrap reference (bwrap) and the
+// unsandboxed control (process, whose state folder holds only its owner
+// file and whose cgroup holds its processes), killed with
 // SIGKILL, their whole process group, once their sandboxes are up. Their
 // sandboxes are host processes in cgroups of their own, with a state folder
 // and bind mounts under /run/sandcheck-<runner>: before the runners' own
@@ -262,6 +264,7 @@ func TestKilledHostProcessRunLeavesNothing(t *testing.T) {
 	for _, tc := range []struct{ target, root, prefix string }{
 		{"wrapper-srt-user.yaml", "/run/sandcheck-wrapper", "scwr"},
 		{"bwrap-weak.yaml", "/run/sandcheck-bwrap", "scbw"},
+		{"process.yaml", "/run/sandcheck-process", "scproc"},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			waitHarnessLockFree(t)

@@ -160,39 +160,50 @@ func TestHonestReferencesKeepTheirPaths(t *testing.T) {
 
 // TestBoxInItsOwnNamespaceCannotCloseOpenPaths: with launch: task the
 // box's first process is the probe the box controls. On the weak
-// reference (SYS_ADMIN) the liar moves that process into an empty network
-// namespace of its own at once, stays there while the host looks, and
-// answers "blocked" for every egress probe. The host must dial through the
-// namespace the engine made for the container (its SandboxKey), not the
-// one the init is in now: it finds the harness canaries open and names
-// each probe unconfirmed. Before, the host entered /proc/<pid>/ns/net,
-// found the container's address missing there and had no path fact at all.
+// references (Docker with SYS_ADMIN, bwrap as root with every capability)
+// the liar moves that process into an empty network namespace of its own
+// at once, stays there while the host looks, and answers "blocked" for
+// every egress probe. The host must dial through the namespace the
+// sandbox was given, not the one its first process is in now: Docker's
+// own file for it (SandboxKey), and for bwrap the namespace pinned while
+// bwrap's child waited on its --block-fd, before the box's code ran. It
+// finds the harness canaries open and names each probe unconfirmed.
+// Before, the host entered /proc/<pid>/ns/net: under Docker it found the
+// container's address missing there and had no path fact at all; under
+// bwrap it dialled the box's empty namespace.
 func TestBoxInItsOwnNamespaceCannotCloseOpenPaths(t *testing.T) {
 	binDir(t)
 	liar := forgeBinary(t, "own-netns")
-	r := sandcheck(t, "run", "--target", weakInTaskMode(t), "--quiet", "--probe-binary", liar, "--label-filter", "egress")
-	rec := r.mustRecord(t)
-	if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
-		t.Fatalf("exit %d, verdict %+v; want exit 1 and a failing verdict\n%s", r.code, rec.Verdict, r.stderr)
-	}
-	var reasons []string
-	for _, c := range rec.Verdict.Criteria {
-		reasons = append(reasons, c.Reasons...)
-	}
-	open := 0
-	for _, res := range rec.Results {
-		if it, ok := hostItem(res, evidence.SourceRuntime, "netpath-unknown"); ok {
-			t.Errorf("%s: the host could not look: %s", res.Probe, it.Summary)
-		}
-		if _, ok := hostItem(res, evidence.SourceRuntime, "netpath-open"); !ok {
-			continue
-		}
-		open++
-		if named(reasons, "probe "+res.Probe+" blocked as expected") || !named(reasons, "probe "+res.Probe+" reported blocked but") {
-			t.Errorf("%s has an open path but is not named unconfirmed", res.Probe)
-		}
-	}
-	if open < 10 {
-		t.Errorf("%d egress probes with an open path; want the harness canaries' (at least 10)", open)
+	for name, target := range map[string]string{
+		"docker": weakInTaskMode(t),
+		"bwrap":  inTaskMode(t, "bwrap-weak.yaml", "tasks:\n  launch: exec\n", "tasks:\n  launch: task\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := sandcheck(t, "run", "--target", target, "--quiet", "--probe-binary", liar, "--label-filter", "egress")
+			rec := r.mustRecord(t)
+			if r.code != 1 || rec.Verdict == nil || rec.Verdict.Pass {
+				t.Fatalf("exit %d, verdict %+v; want exit 1 and a failing verdict\n%s", r.code, rec.Verdict, r.stderr)
+			}
+			var reasons []string
+			for _, c := range rec.Verdict.Criteria {
+				reasons = append(reasons, c.Reasons...)
+			}
+			open := 0
+			for _, res := range rec.Results {
+				if it, ok := hostItem(res, evidence.SourceRuntime, "netpath-unknown"); ok {
+					t.Errorf("%s: the host could not look: %s", res.Probe, it.Summary)
+				}
+				if _, ok := hostItem(res, evidence.SourceRuntime, "netpath-open"); !ok {
+					continue
+				}
+				open++
+				if named(reasons, "probe "+res.Probe+" blocked as expected") || !named(reasons, "probe "+res.Probe+" reported blocked but") {
+					t.Errorf("%s has an open path but is not named unconfirmed", res.Probe)
+				}
+			}
+			if open < 10 {
+				t.Errorf("%d egress probes with an open path; want the harness canaries' (at least 10)", open)
+			}
+		})
 	}
 }

@@ -311,16 +311,22 @@ func TestTaskSandboxesAreViewedBeforeClose(t *testing.T) {
 // and returns its path.
 func weakInTaskMode(t *testing.T) string {
 	t.Helper()
-	src, err := os.ReadFile("../fixtures/targets/weak.yaml")
+	return inTaskMode(t, "weak.yaml", "  runtime: runc\n", "  runtime: runc\n  launch: task\n")
+}
+
+// inTaskMode writes the reference fixture with the text at replaced by
+// with (its launch: task), in a temporary folder.
+func inTaskMode(t *testing.T, fixture, at, with string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("../fixtures/targets", fixture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const at = "  runtime: runc\n"
-	if !strings.Contains(string(src), at) || strings.Contains(string(src), "launch:") {
-		t.Fatalf("the weak reference no longer has %q or now names its launch; update this test", at)
+	if strings.Count(string(src), at) != 1 || strings.Contains(strings.Replace(string(src), at, "", 1), "launch:") {
+		t.Fatalf("%s no longer has %q once, or names its launch elsewhere; update this test", fixture, at)
 	}
-	target := filepath.Join(t.TempDir(), "weak-task.yaml")
-	if err := os.WriteFile(target, []byte(strings.Replace(string(src), at, at+"  launch: task\n", 1)), 0o644); err != nil {
+	target := filepath.Join(t.TempDir(), strings.TrimSuffix(fixture, ".yaml")+"-task.yaml")
+	if err := os.WriteFile(target, []byte(strings.Replace(string(src), at, with, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return target

@@ -9,6 +9,7 @@ package netns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -54,6 +55,13 @@ func DialFile(ctx context.Context, path string, d *net.Dialer, network, addr str
 	return dialWith(ctx, func(fn func() error) error { return DoFile(ctx, path, fn) }, d, network, addr)
 }
 
+// DialHeld is Dial from inside the network namespace that ns, a namespace
+// file the caller holds open (Pin, or the harness's own namespace file of
+// a sandbox), names (see DoHeld).
+func DialHeld(ctx context.Context, ns *os.File, d *net.Dialer, network, addr string) (net.Conn, error) {
+	return dialWith(ctx, func(fn func() error) error { return DoHeld(ctx, ns, fn) }, d, network, addr)
+}
+
 // dialWith dials addr with d through do, which runs its function inside
 // the namespace.
 func dialWith(ctx context.Context, do func(func() error) error, d *net.Dialer, network, addr string) (net.Conn, error) {
@@ -94,8 +102,34 @@ func DoFile(ctx context.Context, path string, fn func() error) error {
 		return err
 	}
 	defer ns.Close()
+	return DoHeld(ctx, ns, fn)
+}
+
+// Pin opens the network namespace file of the host process pid and checks
+// it is one. Held open, it keeps naming that namespace whatever the
+// process does later: a runner pins a sandbox's namespace while the
+// sandbox's first process is still the runtime's own code (bwrap blocked
+// on its --block-fd), before any code of the box runs, and dials through
+// it with DialHeld. The caller closes the file.
+func Pin(pid int) (*os.File, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("pinning the network namespace of pid %d: no such process", pid)
+	}
+	return openNS("/proc/" + strconv.Itoa(pid) + "/ns/net")
+}
+
+// DoHeld runs fn inside the network namespace the open namespace file ns
+// names (see Do for fn's rules). ns stays open.
+func DoHeld(ctx context.Context, ns *os.File, fn func() error) error {
+	if ns == nil {
+		return errors.New("entering a sandbox's network namespace: no namespace file held")
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(ns.Fd()), &st); err != nil || st.Type != nsfsMagic {
+		return fmt.Errorf("entering the network namespace held as %s: not a namespace file (%v)", ns.Name(), err)
+	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("entering the network namespace file %s: %w", path, err)
+		return fmt.Errorf("entering the network namespace held as %s: %w", ns.Name(), err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- runIn(ns, fn) }()

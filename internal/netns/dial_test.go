@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -229,5 +230,98 @@ func TestDoFileHoldsTheRuntimesNamespace(t *testing.T) {
 		if err := DoFile(ctx1s(t), path, func() error { return nil }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("DoFile(%q): %v, want an error saying %q", path, err, want)
 		}
+	}
+}
+
+// TestPinKeepsTheNamespaceTheProcessLeaves: a namespace pinned while its
+// process was still in it stays the one entered after the process moved
+// itself into a fresh namespace (as code in a box that may make namespaces
+// can), while entering by pid follows the process.
+func TestPinKeepsTheNamespaceTheProcessLeaves(t *testing.T) {
+	needRoot(t)
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("making a test namespace needs %s: %v", tool, err)
+		}
+	}
+	cmd := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && echo up && read go && exec unshare --net sh -c 'echo moved && exec sleep 60'")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting a process in a new network namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line := func(want string) {
+		t.Helper()
+		buf := make([]byte, len(want)+1)
+		if _, err := io.ReadFull(out, buf); err != nil || string(buf) != want+"\n" {
+			t.Fatalf("the test process said %q (%v), want %q", buf, err, want)
+		}
+	}
+	line("up")
+	pid := cmd.Process.Pid
+	pinned, err := Pin(pid)
+	if err != nil {
+		t.Fatalf("Pin(%d): %v", pid, err)
+	}
+	defer pinned.Close()
+	var inside net.Listener
+	if err := DoHeld(ctx1s(t), pinned, func() error {
+		var err error
+		inside, err = net.Listen("tcp4", "127.0.0.1:0")
+		return err
+	}); err != nil {
+		t.Fatalf("listening inside the pinned namespace: %v", err)
+	}
+	defer inside.Close()
+	go func() {
+		for {
+			c, err := inside.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	io.WriteString(in, "go\n")
+	line("moved")
+	var was, now unix.Stat_t
+	if err := unix.Fstat(int(pinned.Fd()), &was); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &now); err != nil {
+		t.Fatal(err)
+	}
+	if was.Ino == now.Ino {
+		t.Fatalf("the test process did not leave its namespace (inode %d)", now.Ino)
+	}
+	c, err := DialHeld(ctx1s(t), pinned, nil, "tcp", inside.Addr().String())
+	if err != nil {
+		t.Fatalf("dial of the pinned namespace's listener %s: %v", inside.Addr(), err)
+	}
+	c.Close()
+	if c, err := Dial(ctx1s(t), pid, nil, nil, "tcp", inside.Addr().String()); err == nil {
+		c.Close()
+		t.Errorf("a dial by pid %d reached %s after the process left that namespace", pid, inside.Addr())
+	}
+	plain, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := DoHeld(ctx1s(t), plain, func() error { return nil }); err == nil || !strings.Contains(err.Error(), "not a namespace file") {
+		t.Errorf("DoHeld(%s): %v, want an error saying it is not a namespace file", os.DevNull, err)
+	}
+	if _, err := Pin(0); err == nil {
+		t.Error("Pin(0) held something")
 	}
 }

@@ -22,6 +22,7 @@ const (
 	fdInfo    = 3 // bwrap --info-fd (start only)
 	fdSeccomp = 4 // bwrap --seccomp
 	fdNet     = 5 // the harness network namespace, for nsenter --net
+	fdBlock   = 6 // bwrap --block-fd (start only): the go-ahead to run argv
 )
 
 // writeState makes the sandbox's state folder: its /etc (hosts,
@@ -66,10 +67,11 @@ func (sb *Sandbox) writeState() error {
 	return nil
 }
 
-// files opens what a command chain is handed: the seccomp program at
-// fdSeccomp and the network namespace at fdNet (nil where absent).
-func (sb *Sandbox) files(info *os.File) ([]*os.File, error) {
-	extra := []*os.File{info, nil, nil}
+// files opens what a command chain is handed: info and block at fdInfo and
+// fdBlock, the seccomp program at fdSeccomp and the network namespace at
+// fdNet (nil where absent).
+func (sb *Sandbox) files(info, block *os.File) ([]*os.File, error) {
+	extra := []*os.File{info, nil, nil, block}
 	if sb.r.seccomp != nil {
 		f, err := os.Open(filepath.Join(sb.state, "seccomp.bpf"))
 		if err != nil {
@@ -110,17 +112,26 @@ func dup(f *os.File) (*os.File, error) {
 // startCommand is the host-side chain that starts the sandbox: a shell
 // joins the cgroup, nsenter enters the harness network namespace (network
 // harness), setpriv drops to the host user (unless root), bwrap builds the
-// sandbox and runs argv. It returns the read end of bwrap's --info-fd.
-func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
+// sandbox and runs argv. It returns the read end of bwrap's --info-fd and
+// the write end of its --block-fd: bwrap's child, set up in the sandbox's
+// namespaces, waits for a byte (or the end of the pipe) on it before it
+// runs argv, so the host can pin what it was given before any code of the
+// box runs.
+func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, *os.File, error) {
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("making the info pipe: %w", err)
+		return nil, nil, nil, fmt.Errorf("making the info pipe: %w", err)
 	}
-	extra, err := sb.files(infoW)
+	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		infoR.Close()
 		infoW.Close()
-		return nil, nil, err
+		return nil, nil, nil, fmt.Errorf("making the block pipe: %w", err)
+	}
+	extra, err := sb.files(infoW, blockR)
+	if err != nil {
+		closeAll([]*os.File{infoR, infoW, blockR, blockW})
+		return nil, nil, nil, err
 	}
 	r, cfg := sb.r, sb.r.cfg
 	var a []string
@@ -147,7 +158,8 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 		if err != nil {
 			closeAll(extra)
 			infoR.Close()
-			return nil, nil, err
+			blockW.Close()
+			return nil, nil, nil, err
 		}
 		a = append(a, m...)
 		extra = append(extra, files...)
@@ -161,7 +173,8 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 		if err != nil {
 			closeAll(extra)
 			infoR.Close()
-			return nil, nil, err
+			blockW.Close()
+			return nil, nil, nil, err
 		}
 		a = append(a, "--size", strconv.FormatInt(n, 10), "--tmpfs", t.Path)
 	}
@@ -177,7 +190,7 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	if cfg.ReadOnlyRoot {
 		a = append(a, "--remount-ro", "/")
 	}
-	a = append(a, "--info-fd", strconv.Itoa(fdInfo))
+	a = append(a, "--info-fd", strconv.Itoa(fdInfo), "--block-fd", strconv.Itoa(fdBlock))
 	a = append(a, "--")
 	a = append(a, argv...)
 
@@ -194,7 +207,7 @@ func (sb *Sandbox) startCommand(argv []string) (*exec.Cmd, *os.File, error) {
 	cmd.Env = sb.env
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
-	return cmd, infoR, nil
+	return cmd, infoR, blockW, nil
 }
 
 // common are the bwrap options every bwrap of the sandbox gets: lifetime,
@@ -379,7 +392,7 @@ func capName(c string) string {
 // onto itself with the sandbox's seccomp filter, capabilities and session
 // and runs argv.
 func (sb *Sandbox) execCommand(argv []string) (*exec.Cmd, error) {
-	extra, err := sb.files(nil)
+	extra, err := sb.files(nil, nil)
 	if err != nil {
 		return nil, err
 	}

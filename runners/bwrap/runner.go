@@ -55,6 +55,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/internal/hostmounts"
+	"github.com/sandcheck/sandcheck/internal/netns"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/runners/process"
 	"github.com/sandcheck/sandcheck/targets"
@@ -221,6 +222,7 @@ type Sandbox struct {
 	spec     runners.SandboxSpec
 	env      []string
 	childPID int             // the sandbox's first process inside its namespaces (bwrap --info-fd)
+	netNS    *os.File        // its network namespace, pinned before the command ran (netns.Pin)
 	binds    []targets.Mount // the target's binds and the probe folder
 	mounted  []string        // host bind mounts under state, to undo
 	// taskView is the kernel's view of a task sandbox, read at start while
@@ -296,10 +298,11 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		}
 	}
 	sb.env = process.Environ(r.cfg.Env, spec.Env)
-	cmd, info, err := sb.startCommand(process.HolderArgv(spec.Command))
+	cmd, info, block, err := sb.startCommand(process.HolderArgv(spec.Command))
 	if err != nil {
 		return sb, err
 	}
+	defer block.Close()
 	sb.First, err = process.StartProc(cmd)
 	closeExtra(cmd)
 	if err != nil {
@@ -308,10 +311,21 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	}
 	pid, err := readInfo(ctx, info, sb.First)
 	if err != nil {
+		block.Close()
 		res, _ := sb.First.Wait(context.Background())
 		return sb, fmt.Errorf("%w (bwrap: %s)", err, strings.TrimSpace(string(res.Stderr)))
 	}
 	sb.childPID = pid
+	// bwrap's child waits on the block pipe, in the sandbox's namespaces,
+	// before it runs the command: the namespace it was given is pinned now,
+	// before the box could move its first process anywhere else.
+	if sb.netNS, err = netns.Pin(pid); err != nil {
+		return sb, fmt.Errorf("pinning the sandbox's network namespace: %w", err)
+	}
+	if _, err := block.Write([]byte{1}); err != nil {
+		return sb, fmt.Errorf("letting bwrap run the sandbox's command: %w", err)
+	}
+	block.Close()
 	if len(spec.Command) == 0 {
 		if err := sb.CheckHolder(ctx); err != nil {
 			return sb, err
@@ -422,6 +436,10 @@ func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult,
 // sandbox's process.Host.Cleanup).
 func (sb *Sandbox) removeState() error {
 	var errs []error
+	if sb.netNS != nil {
+		errs = append(errs, sb.netNS.Close())
+		sb.netNS = nil
+	}
 	if sb.state != "" {
 		// Never remove through a mount: the state folder goes only once
 		// nothing is mounted under it.

@@ -14,7 +14,7 @@ import (
 // The process runner registers itself, and its section, under the
 // target's `runner: process`.
 func init() {
-	runners.RegisterPlugin(runners.Plugin{Name: "process", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema})
+	runners.RegisterPlugin(runners.Plugin{Name: "process", Decode: Decode, Open: Open, Config: (*Config)(nil), Schema: schema, Sweep: Sweep})
 }
 
 var (
@@ -71,4 +71,11 @@ func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sandbox %s: its first process has ended", sb.SandboxID)
 	}
 	return sb.First.Pid(), nil
+}
+
+// Sweep is the process runner's runners.SweepFunc: it removes the sandboxes
+// of dead runs under StateRoot, with their cgroups and what still runs in
+// them (SweepSandboxes).
+func Sweep(_ context.Context, only string) (removed, kept []string, err error) {
+	return SweepSandboxes(StateRoot, idPrefix, only)
 }

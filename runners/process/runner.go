@@ -78,6 +78,12 @@ func (r *Runner) Capabilities() runners.Capabilities {
 	return runners.Capabilities{Network: true, TaskLaunch: true, HostPID: true, CPUMeter: true}
 }
 
+// StateRoot holds a folder per process sandbox, named as the sandbox and
+// its cgroup, with the owner file of the harness that made it (MarkOwner).
+const StateRoot = "/run/sandcheck-process"
+
+const idPrefix = "scproc"
+
 // Sandbox is one process sandbox: its first process, its cgroup and its
 // network namespace (Host).
 type Sandbox struct {
@@ -102,7 +108,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return nil, err
 	}
 	sb = &Sandbox{probeDir: spec.ProbeDir}
-	sb.SandboxID = NewID("scproc")
+	sb.SandboxID = NewID(idPrefix)
 	sb.Log = r.log.With("sandbox", sb.SandboxID)
 	sb.NotReaped = "the first process %d was not reaped"
 	defer func() {
@@ -110,6 +116,16 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 			err = errors.Join(err, sb.Teardown())
 		}
 	}()
+	// The state folder holds only the owner file: it is how a sweep after a
+	// SIGKILLed harness finds the sandbox's cgroup and what still runs in it.
+	state := filepath.Join(StateRoot, sb.SandboxID)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return sb, fmt.Errorf("creating the sandbox's state folder: %w", err)
+	}
+	sb.Cleanup = func() error { return os.RemoveAll(state) }
+	if err := MarkOwner(state); err != nil {
+		return sb, err
+	}
 	if sb.Cgroup, err = NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
@@ -190,6 +206,9 @@ func (sb *Sandbox) VerifyTeardown(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	left := sb.Cgroup.Leftovers()
+	if _, err := os.Lstat(filepath.Join(StateRoot, sb.SandboxID)); err == nil {
+		left = append(left, "state folder "+filepath.Join(StateRoot, sb.SandboxID))
+	}
 	links, err := sb.Net.Leftovers()
 	return append(left, links...), err
 }
