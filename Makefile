@@ -43,7 +43,8 @@ PURE_PKGS = ./canary ./internal/bounded ./internal/depcheck ./internal/docscheck
 	./runners ./runners/all ./targets
 GO_TEST_FLAGS_PURE ?= -count=1 -timeout 30m
 # The sizes `make test` runs its longest tests at; `make release-test` runs
-# the release test at its full size (both architectures).
+# the release test and the embedded-probe check at full size (both
+# architectures; arm64 is a whole cross-compile).
 TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64
 
 .PHONY: help setup setup-run build probe-embed release release-test images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
@@ -76,8 +77,9 @@ probe-embed: ## rebuild the probes embedded in the CLI (probebin/sandcheck-probe
 		echo "probe-embed: probebin/sandcheck-probe.linux-$$arch.gz ($$(stat -c %s probebin/sandcheck-probe.linux-$$arch.gz) bytes)"
 	done
 
-release-test: setup build images ## the release test at full size: `make release` for amd64 and arm64, every artifact verified (make test releases amd64 only)
+release-test: setup build images ## the release tests at full size: `make release` for amd64 and arm64, every artifact verified, and both embedded probes rebuilt and compared (make test does amd64 only)
 	SANDCHECK_RELEASE_ARCHES="amd64 arm64" $(GO) test -count=1 -timeout 40m -v -run '^TestMakeReleaseVerifies$$' ./internal/releasetest/
+	SANDCHECK_RELEASE_ARCHES="amd64 arm64" $(GO) test -count=1 -timeout 20m -v -run '^TestEmbeddedProbeIsCurrent$$' ./probebin/
 
 release: ## versioned, stripped, signed artifacts for linux/amd64 and arm64 in dist/VERSION: CLI, probe, tool image, SBOMs, SHA256SUMS, signed bundle (KEY=cosign.key, COSIGN_PASSWORD; scripts/release.sh)
 	bash scripts/release.sh $(DIST)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +27,7 @@ func TestEmbeddedProbeIsCurrent(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skipf("the embedded probes are for linux; this is %s", runtime.GOOS)
 	}
-	for _, arch := range []string{"amd64", "arm64"} {
+	for _, arch := range embedArches(t) {
 		t.Run(arch, func(t *testing.T) {
 			file := "sandcheck-probe.linux-" + arch + ".gz"
 			got := gunzipFile(t, file)
@@ -56,6 +57,24 @@ func TestEmbeddedProbeIsCurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// embedArches are the architectures whose embedded probe is rebuilt and
+// compared: $SANDCHECK_RELEASE_ARCHES (space-separated), both when it is
+// unset. `make test` sets amd64 alone (arm64 is a whole cross-compile of the
+// probe); `make release-test` checks both, as the release builds both.
+func embedArches(t *testing.T) []string {
+	t.Helper()
+	v := strings.Fields(os.Getenv("SANDCHECK_RELEASE_ARCHES"))
+	if len(v) == 0 {
+		return []string{"amd64", "arm64"}
+	}
+	for _, a := range v {
+		if a != "amd64" && a != "arm64" {
+			t.Fatalf("SANDCHECK_RELEASE_ARCHES=%q: %s is neither amd64 nor arm64", os.Getenv("SANDCHECK_RELEASE_ARCHES"), a)
+		}
+	}
+	return v
 }
 
 func gunzipFile(t *testing.T, name string) []byte {
