@@ -42,12 +42,13 @@ PURE_PKGS = ./canary ./internal/bounded ./internal/depcheck ./internal/docscheck
 	./internal/testreport ./internal/yamlbound ./output ./policies/... ./probes ./probebin ./reports \
 	./runners ./runners/all ./targets
 GO_TEST_FLAGS_PURE ?= -count=1 -timeout 30m
-# The sizes `make test` runs its longest tests at; `make release-test` runs
-# the release test and the embedded-probe check at full size (both
-# architectures; arm64 is a whole cross-compile).
-TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64
+# The sizes `make test` runs its longest tests at; `make test-full` runs
+# them at full size: the release and the embedded probe for both
+# architectures (arm64 is a whole cross-compile), the gateway references
+# over the whole catalog (SANDCHECK_TEST_SIZE, e2e/e2e_test.go smallSize).
+TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64 SANDCHECK_TEST_SIZE=small
 
-.PHONY: help setup setup-run build probe-embed release release-test images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release release-test test-full images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -76,6 +77,9 @@ probe-embed: ## rebuild the probes embedded in the CLI (probebin/sandcheck-probe
 		gzip -n -9 <"$$tmp/sandcheck-probe.$$arch" >probebin/sandcheck-probe.linux-$$arch.gz
 		echo "probe-embed: probebin/sandcheck-probe.linux-$$arch.gz ($$(stat -c %s probebin/sandcheck-probe.linux-$$arch.gz) bytes)"
 	done
+
+test-full: release-test ## the tests make test runs at a smaller size, at full size: release-test, and the gateway references over the whole catalog
+	$(E2E_ENV) SANDCHECK_TEST_SIZE=full $(GO) test -count=1 -timeout 40m -v -run '^TestGatewayHardenedAndWeak$$' ./e2e/
 
 release-test: setup build images ## the release tests at full size: `make release` for amd64 and arm64, every artifact verified, and both embedded probes rebuilt and compared (make test does amd64 only)
 	SANDCHECK_RELEASE_ARCHES="amd64 arm64" $(GO) test -count=1 -timeout 40m -v -run '^TestMakeReleaseVerifies$$' ./internal/releasetest/

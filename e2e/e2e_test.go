@@ -94,6 +94,24 @@ func sandcheckIn(t *testing.T, out string, args ...string) run {
 	return r
 }
 
+// smallSize reports whether the package runs its longest whole-catalog
+// tests at the small size ($SANDCHECK_TEST_SIZE=small, as `make test` sets
+// it; `make test-full` and a plain go test run them at full size). A test
+// that honours it says which size it ran.
+func smallSize(t testing.TB) bool {
+	t.Helper()
+	switch v := os.Getenv("SANDCHECK_TEST_SIZE"); v {
+	case "small":
+		t.Logf("SANDCHECK_TEST_SIZE=small: this test runs at its small size (make test-full runs it whole)")
+		return true
+	case "", "full":
+		return false
+	default:
+		t.Fatalf("SANDCHECK_TEST_SIZE=%q: want small or full", v)
+		return false
+	}
+}
+
 // TestMain keeps the folder of the shared runs (see sharedRun) for the
 // package's whole run.
 func TestMain(m *testing.M) {

@@ -82,6 +82,11 @@ type Config struct {
 	// this probe (probes.Params.HangBefore), to check how a hung task is
 	// cut. Empty in every real run; the CLI never sets it.
 	HangProbe string
+	// StartAllowance is for tests only: what each probe's deadline allows
+	// for each of its sandbox starts (SpecTimeout's 90 s when 0), so a
+	// test of how deadlines and budgets meet waits seconds, not minutes.
+	// The CLI never sets it.
+	StartAllowance time.Duration
 	// Pool narrows a fleet target (kubernetes pools) to one of its pools
 	// ("" = the target as it is).
 	Pool string

@@ -82,7 +82,7 @@ func (e *Engine) probeAll(ctx context.Context, sel []probes.Spec) {
 		if ctx.Err() != nil {
 			return
 		}
-		pctx, cancel := context.WithTimeout(ctx, SpecTimeout(spec))
+		pctx, cancel := context.WithTimeout(ctx, e.specTimeout(spec))
 		res := e.Probe(pctx, spec)
 		cancel()
 		mu.Lock()
@@ -286,8 +286,23 @@ func CheckFormats(formats []string) error {
 	return nil
 }
 
+// startAllowance is what a probe's deadline allows for each sandbox start.
+const startAllowance = 90 * time.Second
+
 // SpecTimeout bounds one probe: its own timeout, plus its sandbox starts.
-func SpecTimeout(s probes.Spec) time.Duration {
+func SpecTimeout(s probes.Spec) time.Duration { return SpecTimeoutWith(s, startAllowance) }
+
+// SpecTimeoutWith is SpecTimeout with allow for each sandbox start.
+func SpecTimeoutWith(s probes.Spec, allow time.Duration) time.Duration {
 	starts := map[probes.Placement]int{probes.Shared: 1, probes.Own: 1, probes.Sequence: 2, probes.Pair: 2}[s.Sandbox]
-	return s.Timeout.D() + time.Duration(starts)*90*time.Second
+	return s.Timeout.D() + time.Duration(starts)*allow
+}
+
+// specTimeout is SpecTimeout with the run's start allowance
+// (Config.StartAllowance, for tests).
+func (e *Engine) specTimeout(s probes.Spec) time.Duration {
+	if a := e.cfg.StartAllowance; a > 0 {
+		return SpecTimeoutWith(s, a)
+	}
+	return SpecTimeout(s)
 }
