@@ -87,6 +87,13 @@ func notTestedForCommand(t *testing.T, r evidence.Result) bool {
 	return true
 }
 
+// noPathFact reports whether the host said it has no path fact for the
+// result's sandbox (runtime/netpath-none).
+func noPathFact(r evidence.Result) bool {
+	_, ok := hostItem(r, evidence.SourceRuntime, "netpath-none")
+	return ok
+}
+
 func TestCommandRunnerHardened(t *testing.T) {
 	rec := commandRun(t, "command-hardened.yaml")
 	byID := map[string]probes.Spec{}
@@ -103,6 +110,13 @@ func TestCommandRunnerHardened(t *testing.T) {
 		case commandSessionFindings[r.Probe]:
 			if got != probes.Escaped {
 				t.Errorf("%s: %s; the session finding is gone (%s): update commandSessionFindings", r.Probe, got, r.Detail)
+			}
+		case want == probes.Blocked && noPathFact(r):
+			// The host cannot enter a command sandbox's network
+			// namespace: a blocked egress or metadata probe has no path
+			// fact to confirm it and reads unconfirmed (no check, no pass).
+			if got != evidence.Unconfirmed {
+				t.Errorf("%s: effective %s, want unconfirmed: blocked with no path fact (%s)", r.Probe, got, r.Detail)
 			}
 		case want == probes.Escaped || want == probes.Blocked:
 			if got != want {

@@ -87,8 +87,10 @@ func TestBlockedEverywhereCannotCloseOpenPaths(t *testing.T) {
 			checked++
 			continue
 		}
-		if eff := rec.Effective(i); eff != probes.Blocked {
-			t.Errorf("%s: effective %s, want the liar's blocked (the test must reach the path rule)", res.Probe, eff)
+		// The liar's blocked, which no host fact confirms: the result's
+		// own outcome reads unconfirmed (no check, no pass).
+		if eff := rec.Effective(i); eff != evidence.Unconfirmed {
+			t.Errorf("%s: effective %s, want unconfirmed (the liar's blocked, no host fact confirming it)", res.Probe, eff)
 		}
 		it, ok := hostItem(res, evidence.SourceRuntime, "netpath-open")
 		if !ok || it.Data["open"] == "" {

@@ -125,8 +125,10 @@ func TestBlockedEverywhereCannotConfirmAbsence(t *testing.T) {
 	}
 	teardown, hostChecked := 0, 0
 	for i, res := range rec.Results {
-		if eff := rec.Effective(i); eff != probes.Blocked {
-			t.Errorf("%s: effective %s, want the liar's blocked (the test must reach the absence rules)", res.Probe, eff)
+		// The liar's blocked, which no host fact confirms: the result's
+		// own outcome reads unconfirmed (no check, no pass).
+		if eff := rec.Effective(i); eff != evidence.Unconfirmed {
+			t.Errorf("%s: effective %s, want unconfirmed (the liar's blocked, no host fact confirming it)", res.Probe, eff)
 		}
 		s := spec[res.Probe]
 		if s.Category != "teardown" && s.Category != "persistence" {
@@ -184,8 +186,8 @@ func TestBlockedEverywhereCannotConfirmCarryover(t *testing.T) {
 	got := map[string]bool{}
 	for i, res := range rec.Results {
 		got[res.Probe] = true
-		if eff := rec.Effective(i); eff != probes.Blocked {
-			t.Errorf("%s: effective %s, want the liar's blocked", res.Probe, eff)
+		if eff := rec.Effective(i); eff != evidence.Unconfirmed {
+			t.Errorf("%s: effective %s, want unconfirmed (the liar's blocked, no host fact confirming it)", res.Probe, eff)
 		}
 		it, ok := hostItem(res, evidence.SourceRuntime, "carryover-processes")
 		if !ok || it.Indicates != "" || it.Data["precondition"] != "none" {
