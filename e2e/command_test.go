@@ -94,6 +94,19 @@ func noPathFact(r evidence.Result) bool {
 	return ok
 }
 
+// unconfirmedNamed reports whether a criterion of the verdict names the
+// probe's "blocked" unconfirmed ("probe ID reported blocked but ...").
+func unconfirmedNamed(rec *evidence.Record, id string) bool {
+	for _, c := range rec.Verdict.Criteria {
+		for _, m := range c.Reasons {
+			if strings.HasPrefix(m, "probe "+id+" reported blocked but") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func TestCommandRunnerHardened(t *testing.T) {
 	rec := commandRun(t, "command-hardened.yaml")
 	byID := map[string]probes.Spec{}
@@ -111,12 +124,19 @@ func TestCommandRunnerHardened(t *testing.T) {
 			if got != probes.Escaped {
 				t.Errorf("%s: %s; the session finding is gone (%s): update commandSessionFindings", r.Probe, got, r.Detail)
 			}
-		case want == probes.Blocked && noPathFact(r):
-			// The host cannot enter a command sandbox's network
-			// namespace: a blocked egress or metadata probe has no path
-			// fact to confirm it and reads unconfirmed (no check, no pass).
-			if got != evidence.Unconfirmed {
-				t.Errorf("%s: effective %s, want unconfirmed: blocked with no path fact (%s)", r.Probe, got, r.Detail)
+		case want == probes.Blocked && got == evidence.Unconfirmed:
+			// The command runner gives the host no view into its
+			// sandboxes (no path fact: it cannot enter their network
+			// namespace; no look at their files for the persistence
+			// markers): a blocked the host cannot confirm reads
+			// unconfirmed (no check, no pass), and the verdict says why.
+			if !unconfirmedNamed(rec, r.Probe) {
+				t.Errorf("%s: effective unconfirmed, but no criterion names it unconfirmed (%s)", r.Probe, r.Detail)
+			}
+			if byID[r.Probe].Category == "egress" || byID[r.Probe].Category == "metadata" {
+				if !noPathFact(r) {
+					t.Errorf("%s: unconfirmed, but the result has no runtime/netpath-none item (evidence %+v)", r.Probe, r.Evidence)
+				}
 			}
 		case want == probes.Escaped || want == probes.Blocked:
 			if got != want {
