@@ -207,10 +207,91 @@ func ParseWaivers(name string, b []byte, opts ...WaiverOption) ([]Waiver, error)
 			w.ExpiresAt = t
 		}
 	}
+	if len(errs) == 0 && !rules.AllowCriterion {
+		for _, e := range setsEmptying(doc.Waivers) {
+			errs = append(errs, &WaiverError{File: name, Line: e.line, Msg: e.msg})
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWaiver, errors.Join(errs...))
 	}
 	return doc.Waivers, nil
+}
+
+// setEmptying is a set of waivers that together reach every probe of a
+// criterion, at the line of the last of them.
+type setEmptying struct {
+	line int
+	msg  string
+}
+
+// setsEmptying judges the waivers together, the way the policy applies
+// them: per target, the probe globs that may apply to a criterion (their
+// criterion unset or that one) are expanded against the catalog, and where
+// their union is every probe of the criterion the set waives it whole,
+// however each waiver reads alone (teardown.[a-m]* and teardown.[n-z]*, or
+// one waiver per probe). Each waiver must already have passed its own
+// checks.
+func setsEmptying(ws []Waiver) []setEmptying {
+	byCriterion := map[string][]string{}
+	for _, s := range probes.Catalog() {
+		byCriterion[s.Criterion] = append(byCriterion[s.Criterion], s.ID)
+	}
+	var targets []string
+	for _, w := range ws {
+		if !slices.Contains(targets, w.Target) {
+			targets = append(targets, w.Target)
+		}
+	}
+	var out []setEmptying
+	for _, tg := range targets {
+		for _, c := range probes.Criteria {
+			ids := byCriterion[c]
+			covered := map[string]bool{}
+			var by []string
+			line := 0
+			for _, w := range ws {
+				if w.Target != tg || w.Probe == "" || (w.Criterion != "" && w.Criterion != c) {
+					continue
+				}
+				g, err := glob.Compile(w.Probe, '.')
+				if err != nil {
+					continue
+				}
+				hit := false
+				for _, id := range ids {
+					if g.Match(id) {
+						covered[id], hit = true, true
+					}
+				}
+				if hit {
+					by = append(by, w.ID)
+					line = max(line, waiverLine(w.ID))
+				}
+			}
+			if len(ids) == 0 || len(covered) < len(ids) {
+				continue
+			}
+			out = append(out, setEmptying{line: line, msg: fmt.Sprintf(
+				"waivers %s for target %q together match every probe of criterion %s (%d): that waives the whole criterion, which needs --allow-criterion-waivers",
+				strings.Join(by, ", "), tg, c, len(ids))})
+		}
+	}
+	return out
+}
+
+// waiverLine reads the line of a waiver's ID ("file:line"); 0 when it has
+// none.
+func waiverLine(id string) int {
+	i := strings.LastIndexByte(id, ':')
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	if _, err := fmt.Sscanf(id[i+1:], "%d", &n); err != nil {
+		return 0
+	}
+	return n
 }
 
 // globMatchesAProbe checks a waiver's probe glob the way the policy matches

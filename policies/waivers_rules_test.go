@@ -44,3 +44,45 @@ func TestWaiversCannotEmptyTheGate(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiverSetsCannotEmptyTheGate: waivers are judged together. Two
+// partial globs (teardown.[a-m]* and teardown.[n-z]*) or a waiver per probe
+// of a criterion each loaded alone as "part of a criterion", so together
+// they emptied verified-teardown without --allow-criterion-waivers; now
+// the set is refused at load naming the waivers, unless the flag admits it.
+// Waivers of other targets do not add up, and a set that leaves a probe of
+// the criterion out still loads.
+func TestWaiverSetsCannotEmptyTheGate(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC) }
+	doc := func(ws ...[2]string) []byte {
+		s := "schema: sandcheck.dev/waivers/v1\nwaivers:\n"
+		for _, w := range ws {
+			s += "  - probe: \"" + w[0] + "\"\n    target: " + w[1] + "\n    owner: o\n    reason: r\n    expires: 2027-01-01\n"
+		}
+		return []byte(s)
+	}
+	refused := map[string][]byte{
+		"two partial globs": doc([2]string{"teardown.[a-m]*", "t"}, [2]string{"teardown.[n-z]*", "t"}),
+		"one per probe": doc([2]string{"teardown.scratch", "t"}, [2]string{"teardown.process", "t"}, [2]string{"teardown.container", "t"},
+			[2]string{"teardown.mounts", "t"}, [2]string{"teardown.network", "t"}),
+	}
+	for name, b := range refused {
+		_, err := ParseWaivers("w.yaml", b, WaiverClock(now))
+		if err == nil || !strings.Contains(err.Error(), "together match every probe of criterion verified-teardown") ||
+			!strings.Contains(err.Error(), "w.yaml:3") || !strings.Contains(err.Error(), "--allow-criterion-waivers") {
+			t.Errorf("%s: got %v, want the set refused as a whole-criterion waiver, naming its waivers", name, err)
+		}
+		if _, err := ParseWaivers("w.yaml", b, WaiverClock(now), AllowCriterionWaivers(true)); err != nil {
+			t.Errorf("%s, allowed: %v", name, err)
+		}
+	}
+	admitted := map[string][]byte{
+		"a probe left out": doc([2]string{"teardown.[a-m]*", "t"}, [2]string{"teardown.[n-r]*", "t"}),
+		"other targets":    doc([2]string{"teardown.[a-m]*", "t"}, [2]string{"teardown.[n-z]*", "u"}),
+	}
+	for name, b := range admitted {
+		if _, err := ParseWaivers("w.yaml", b, WaiverClock(now)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -237,6 +237,56 @@ warning_set contains msg if {
 	msg := sprintf("waiver %s (owner %s) waives the whole criterion %s (admitted by --allow-criterion-waivers): its findings do not gate this run", [w.id, w.owner, concat(", ", sort(waived_criteria(w)))])
 }
 
+# Waivers are judged together too, as the loader judges them: where the
+# active waivers of this target together reach every probe of a criterion
+# (teardown.[a-m]* and teardown.[n-z]*, or one waiver per probe), the set
+# waives the whole criterion though no waiver alone does, and the verdict
+# warns the same way, naming every waiver of the set.
+warning_set contains msg if {
+	some c in data.catalog.criteria
+	set_emptied(c)
+	ws := set_of(c)
+	count(ws) > 1
+	not single_whole(c)
+	some w in ws
+	waiver_used(w.id)
+	msg := sprintf("waiver set %s (owners %s) waives the whole criterion %s (admitted by --allow-criterion-waivers): its findings do not gate this run", [
+		concat(", ", sort({v.id | some v in ws})), concat(", ", sort({v.owner | some v in ws})), c,
+	])
+}
+
+# set_of is the active waivers of this target that reach probes of c.
+set_of(c) := {w |
+	some w in waivers
+	active(w)
+	for_this_target(w)
+	some id in probes_of(c)
+	reaches(w, c, id)
+}
+
+reaches(w, c, id) if {
+	object.get(w, "criterion", "") in {"", c}
+	p := object.get(w, "probe", "")
+	p != ""
+	glob.match(p, ["."], id)
+}
+
+set_emptied(c) if {
+	count(probes_of(c)) > 0
+	every id in probes_of(c) {
+		some w in set_of(c)
+		reaches(w, c, id)
+	}
+}
+
+# single_whole holds where one waiver of the set already waives c whole
+# (and warns so itself).
+single_whole(c) if {
+	some w in set_of(c)
+	whole_criterion_waiver(w)
+	c in waived_criteria(w)
+}
+
 # whole_criterion_waiver holds, as the loader reads it, for a waiver naming
 # a criterion and no probe, or a probe glob matching probes of more than
 # one criterion or every probe of one.

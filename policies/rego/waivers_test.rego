@@ -140,3 +140,25 @@ test_narrow_or_unused_waiver_no_whole_warning if {
 	unused := verdict(fixtures.record_base, [waiver({})], june)
 	whole_warnings(unused) == set()
 }
+
+# Waivers judged together: one waiver per probe of hardened-runtime (each
+# a part of it alone) together waive the whole criterion, and the verdict
+# warns naming both, as it does for one whole-criterion waiver; the same
+# set for another target, or a set missing a probe, does not.
+test_waiver_set_over_a_whole_criterion_warns if {
+	rec := object.union(fixtures.record_base, {"results": [escaped_result("syscalls.bpf"), escaped_result("privilege.seccomp")]})
+	one := waiver({"id": "w.yaml:3", "criterion": "", "probe": "syscalls.bpf"})
+	two := waiver({"id": "w.yaml:9", "criterion": "", "probe": "privilege.*"})
+	v := verdict(rec, [one, two], june)
+	grade(v, "hardened-runtime").status == "waived"
+	whole_warnings(v) == {"waiver set w.yaml:3, w.yaml:9 (owners sec@example.com) waives the whole criterion hardened-runtime (admitted by --allow-criterion-waivers): its findings do not gate this run"}
+	elsewhere := verdict(rec, [one, object.union(two, {"target": "other"})], june)
+	whole_warnings(elsewhere) == set()
+	partial := verdict(rec, [one], june)
+	whole_warnings(partial) == set()
+}
+
+escaped_result(id) := {
+	"probe": id, "category": split(id, ".")[0], "criterion": "hardened-runtime", "severity": "high",
+	"outcome": "escaped", "expected": "blocked", "detail": "d", "evidence": [],
+}
