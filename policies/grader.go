@@ -21,7 +21,11 @@ import (
 // policy, any user policies and waivers. The policy is compiled once, by New;
 // a Grader is safe for concurrent use.
 type Grader struct {
-	query       rego.PreparedEvalQuery
+	query rego.PreparedEvalQuery
+	// refused, with user policies only, lists the pass findings of user
+	// policies for built-in criteria (userRefusals).
+	refused     *rego.PreparedEvalQuery
+	user        []module
 	criteria    []string
 	userVersion string
 	now         func() time.Time
@@ -116,18 +120,30 @@ func New(opts ...Option) (*Grader, error) {
 		rego.StrictBuiltinErrors(true),
 		rego.Capabilities(capabilities()),
 	}
-	ropts := append(slices.Clone(base), rego.Query(Query))
+	var modOpts []func(*rego.Rego)
 	for _, m := range mods {
-		ropts = append(ropts, rego.Module(m.file, m.src))
+		modOpts = append(modOpts, rego.Module(m.file, m.src))
 	}
-	q, err := rego.New(ropts...).PrepareForEval(context.Background())
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		opts := append(append(slices.Clone(base), rego.Query(query)), modOpts...)
+		return rego.New(opts...).PrepareForEval(context.Background())
+	}
+	q, err := prepare(Query)
 	if err != nil {
 		return nil, fmt.Errorf("compiling release policy: %w", err)
 	}
 	if err := checkProfilePatterns(context.Background(), base, mods); err != nil {
 		return nil, err
 	}
-	return &Grader{query: q, criteria: criteria, userVersion: userVersion, now: cfg.now, budget: cfg.budget}, nil
+	g := &Grader{query: q, user: user, criteria: criteria, userVersion: userVersion, now: cfg.now, budget: cfg.budget}
+	if len(user) > 0 {
+		rq, err := prepare(refusedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("compiling release policy: %w", err)
+		}
+		g.refused = &rq
+	}
+	return g, nil
 }
 
 // Version identifies the release policy this grader applies: always the
@@ -178,6 +194,9 @@ func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Ver
 	if err := g.check(v); err != nil {
 		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
 	}
+	if err := g.userRefusals(ctx, input); err != nil {
+		return nil, fmt.Errorf("grading record %s: %w", rec.RunID, err)
+	}
 	return v, nil
 }
 
@@ -185,9 +204,13 @@ func (g *Grader) Grade(ctx context.Context, rec *evidence.Record) (*evidence.Ver
 // function's error stops the evaluation (rather than leaving its rule
 // undefined, which could drop a deny).
 func (g *Grader) eval(ctx context.Context, input map[string]any) (rego.ResultSet, error) {
+	return g.evalQuery(ctx, g.query, input)
+}
+
+func (g *Grader) evalQuery(ctx context.Context, q rego.PreparedEvalQuery, input map[string]any) (rego.ResultSet, error) {
 	ectx, cancel := context.WithTimeout(ctx, g.budget)
 	defer cancel()
-	rs, err := g.query.Eval(ectx, rego.EvalInput(input), rego.EvalTime(g.now()))
+	rs, err := q.Eval(ectx, rego.EvalInput(input), rego.EvalTime(g.now()))
 	switch {
 	case err != nil && ectx.Err() != nil && ctx.Err() == nil:
 		return nil, fmt.Errorf("%w: evaluating policy: stopped after its budget of %s (a user policy that evaluates without bound?): %w", ErrPolicyRuntime, g.budget, err)

@@ -68,6 +68,9 @@ func assembleAll(paths []string, withTests bool) (builtin, user, tests []module,
 			if err := checkPackage(m, false); err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("loading policy %s: %w", p, err)
 			}
+			if err := checkUserRules(m); err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("loading policy %s: %w", p, err)
+			}
 			seen[m.file] = p
 			user = append(user, m)
 		}

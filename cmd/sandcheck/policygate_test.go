@@ -65,3 +65,28 @@ func TestPolicyEvalOutNamesCurrentPolicies(t *testing.T) {
 		t.Errorf("run.json names policy %q and user policy %q, want %q and %q", rec.Tool.PolicyVersion, rec.Tool.UserPolicyVersion, policies.Version, g.UserVersion())
 	}
 }
+
+// TestUserPassRefusedAtLoad: a --policy folder with a pass_* rule for a
+// built-in criterion turned its not-tested into pass and removed the
+// warning --fail-on-warn gates on; now run and policy eval exit 2 (bad
+// input) naming the file and line, and run starts nothing.
+func TestUserPassRefusedAtLoad(t *testing.T) {
+	pol := t.TempDir()
+	src := "package sandcheck.user.team\n\nimport rego.v1\n\npass_forged contains {\"criterion\": \"usability\", \"msg\": \"fine\"}\n"
+	if err := os.WriteFile(filepath.Join(pol, "team.rego"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(pol, "team.rego") + ":5: rule pass_forged names the built-in criterion usability"
+	out := filepath.Join(t.TempDir(), "out")
+	code, msg := exitOf(t, runCmd(), "--target", "../../fixtures/targets/weak.yaml", "--policy", pol, "--out-dir", out)
+	if code != exitHarness || !strings.Contains(msg, want) {
+		t.Errorf("run: exit %d, want 2 naming %q:\n%s", code, want, msg)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("run wrote %s before refusing the policy (%v)", out, err)
+	}
+	code, msg = exitOf(t, policyEvalCmd(), "--input", "../../policies/testdata/hardened.run.json", "--policy", pol, "--fail-on-warn")
+	if code != exitHarness || !strings.Contains(msg, want) {
+		t.Errorf("policy eval: exit %d, want 2 naming %q:\n%s", code, want, msg)
+	}
+}

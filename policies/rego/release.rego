@@ -51,13 +51,35 @@ builtin_findings contains normalize(k, x) if {
 	some x in entries
 }
 
-user_findings contains normalize(k, x) if {
+user_entries contains [path, normalize(k, x)] if {
 	walk(data.sandcheck.user, [path, entries])
 	count(path) > 0
 	name := path[count(path) - 1]
 	is_string(name)
 	k := rule_kind(name)
 	some x in set_or_array(entries)
+}
+
+# A user policy adds denials and warnings to the built-in criteria, never a
+# pass: a user pass for one of them would turn not-tested into pass and
+# take its warning away. The loader refuses pass_* rules that could name
+# one; whatever still reaches here (nested data, say) is dropped from the
+# grading and listed in user_refused, which the grader refuses.
+builtin_criteria := {c | some c in data.catalog.criteria} | {integrity}
+
+overreach(f) if {
+	f.kind == "pass"
+	f.criterion in builtin_criteria
+}
+
+user_findings contains f if {
+	some [_, f] in user_entries
+	not overreach(f)
+}
+
+user_refused contains {"path": path, "criterion": f.criterion, "msg": f.msg} if {
+	some [path, f] in user_entries
+	overreach(f)
 }
 
 set_or_array(x) := x if is_set(x)
