@@ -754,7 +754,8 @@ func (e *Engine) closeSandbox(s *sandbox) {
 	}
 	e.trace.unwatch(s)
 	var left []string
-	if tv, ok := s.sb.(runners.TeardownVerifier); ok {
+	tv, checked := s.sb.(runners.TeardownVerifier)
+	if checked {
 		var err error
 		if left, err = tv.VerifyTeardown(ctx); err != nil {
 			left = append(left, "teardown check failed: "+err.Error())
@@ -763,11 +764,15 @@ func (e *Engine) closeSandbox(s *sandbox) {
 	e.mu.Lock()
 	for i := range e.rec.Sandboxes {
 		if e.rec.Sandboxes[i].ID == s.sb.ID() {
+			// The record tells a check that found nothing (checked, no
+			// leftovers) from no check at all: the policy passes
+			// verified-teardown only on the first.
 			e.rec.Sandboxes[i].Teardown = left
+			e.rec.Sandboxes[i].TeardownChecked = checked
 		}
 	}
 	e.mu.Unlock()
-	e.emit("sandbox-close", map[string]any{"id": s.sb.ID(), "leftovers": left})
+	e.emit("sandbox-close", map[string]any{"id": s.sb.ID(), "leftovers": left, "checked": checked})
 }
 
 // Close removes every sandbox, the network and the run folder. Safe twice.

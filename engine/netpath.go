@@ -394,13 +394,22 @@ func statusOpen(c net.Conn, open func(int) bool) pathDial {
 // path fact of one kind: open (some attempt got through: the box could
 // have, whatever its probe says), closed (every attempt refused or
 // unreachable: it confirms blocked where the kind settles the probe), or
-// unknown. No item where the sandbox was not dialled.
+// unknown. A sandbox whose namespace the host cannot enter (its runner is
+// no runners.NetNSDialer) gets netpath-none: the host has no path fact, and
+// the policy then holds a "blocked" unconfirmed unless another host fact
+// confirms it (no check, no pass). No item where the harness has no network
+// to dial (the runtime view tells a box with no network).
 func netpathObserver(e *Engine, kind string, o observation) []evidence.Item {
 	c, ok := netpathChecks[kind]
 	if !ok || o.s == nil {
 		return nil
 	}
-	if _, ok := o.s.sb.(runners.NetNSDialer); !ok || e.net == nil {
+	if _, ok := o.s.sb.(runners.NetNSDialer); !ok {
+		return []evidence.Item{{Source: evidence.SourceRuntime, Kind: "netpath-none",
+			Data:    map[string]string{"path": strings.TrimPrefix(kind, "netpath:")},
+			Summary: fmt.Sprintf("the host cannot enter this sandbox's network namespace (the runner gives no path fact), so nothing on the host shows whether it reaches %s", c.what)}}
+	}
+	if e.net == nil {
 		return nil
 	}
 	tries := c.tries(e.netpathParams())

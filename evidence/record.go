@@ -134,6 +134,11 @@ type Sandbox struct {
 	StartSeconds float64              `json:"start_seconds"`
 	View         *runners.RuntimeView `json:"runtime_view,omitempty"`
 	Teardown     []string             `json:"teardown_leftovers,omitempty"`
+	// TeardownChecked is set when the host's teardown check ran after
+	// Close (the sandbox is a runners.TeardownVerifier): only then does
+	// an empty Teardown mean nothing was left. Without it no check ran,
+	// and verified-teardown cannot pass on this sandbox.
+	TeardownChecked bool `json:"teardown_checked,omitempty"`
 }
 
 // Result is one probe's result with all evidence joined to it.
@@ -196,6 +201,11 @@ type WaiverUse struct {
 	Expires   string   `json:"expires"`
 	Waived    []string `json:"waived"`
 }
+
+// Unconfirmed is the effective outcome the policy gives a result that said
+// blocked where no host check confirmed it (no teardown marker, no path
+// fact, no broker record): never a probe's own outcome, never a pass.
+const Unconfirmed probes.Outcome = "unconfirmed"
 
 // ResultGrade is the policy's reading of one result: the outcome it grades
 // by once host evidence is weighed, and the outcome the profile expects.

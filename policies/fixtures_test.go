@@ -31,6 +31,13 @@ func hostItem(hint string, indicates probes.Outcome) evidence.Item {
 		it.Source, it.Kind = evidence.SourceRuntime, "netpath-closed"
 		it.Data = map[string]string{"path": kind}
 	}
+	if source == "broker" {
+		// As the engine writes the broker's record of the task's token
+		// (engine/broker.go claimsData): named by its hash, bound to the
+		// run and the task.
+		it.Data = map[string]string{"token_sha256": "ab12", "run": "run-test", "task": "t1", "tenant": "a", "resource": "r", "operation": "read",
+			"lifetime_s": "15", "budget_s": "15"}
+	}
 	if strings.HasPrefix(kind, "carryover-") {
 		// The check ran in a fresh box the plant's could not reach.
 		it.Data = map[string]string{"precondition": "no-avenue"}
@@ -53,7 +60,7 @@ func hardenedRecord() *evidence.Record {
 		Runner:     "docker",
 		Runtime:    "runsc",
 		Image:      evidence.Image{Ref: "sandcheck/runner:dev", Digest: testDigest},
-		Sandboxes:  []evidence.Sandbox{{ID: "c1", Name: "shared", View: hardenedView()}},
+		Sandboxes:  []evidence.Sandbox{{ID: "c1", Name: "shared", View: hardenedView(), TeardownChecked: true}},
 	}
 	for _, s := range probes.Catalog() {
 		r := evidence.Result{

@@ -112,6 +112,10 @@ func classify(v *evidence.Verdict, r evidence.Result) (state, string, []citation
 	if msg, ok := first(evidence.StatusUnconfirmed); ok {
 		return stateError, msg, cites
 	}
+	if eff == evidence.Unconfirmed {
+		// The policy's own reading: a blocked no host check confirmed.
+		return stateError, "unconfirmed: no host check confirmed the probe's blocked", cites
+	}
 	switch {
 	case eff == probes.NotApplicable:
 		return stateSkipped, "not applicable: " + orNone(r.Detail), cites

@@ -50,6 +50,43 @@ broker_replay_refused(r) if {
 	i.indicates == "blocked"
 }
 
+# The scope, revocation and lifetime probes rest on the broker's own record
+# of the task's token as well: a "blocked" with no broker record of that
+# token (no broker item of the probe's kind, or one saying the harness
+# minted no token for the task) is the box's word alone, never a pass. No
+# check, no pass. (A record that shows the broker refusing is blocked; one
+# that shows no use at all keeps its grade: on a target whose box cannot
+# reach the broker, that is all the broker can say.)
+broker_record_kinds := {"broker:lifetime": "lifetime", "broker:scope": "scope", "broker:revocation": "revocation"}
+
+unsettled_broker(g) if {
+	g.effective == "blocked"
+	some h in object.get(data.catalog.probes[g.result.probe], "host", [])
+	kind := broker_record_kinds[h]
+	not broker_record(g.result, kind)
+}
+
+# broker_record holds where the broker's record names the task's token.
+broker_record(r, kind) if {
+	some i in broker_items(r, kind)
+	broker_data(i, "token_sha256") != ""
+}
+
+unconfirmed_broker_record contains finding(c, r.probe, msg) if {
+	some g in graded
+	unsettled_broker(g)
+	r := g.result
+	some h in object.get(data.catalog.probes[r.probe], "host", [])
+	kind := broker_record_kinds[h]
+	not broker_record(r, kind)
+	some c in g.criteria
+	msg := sprintf("probe %s reported blocked but the broker has no record of the task's token (broker/%s): %s", [r.probe, kind, broker_record_seen(r, kind)])
+}
+
+broker_record_seen(r, kind) := concat("; ", sort({i.summary | some i in broker_items(r, kind)})) if {
+	count(broker_items(r, kind)) > 0
+} else := "the record has no broker item for it"
+
 # A token that names no run and task cannot tie a broker call to the
 # workload that made it (the weak reference's one static key).
 deny_broker_token_unbound contains finding("attributable-policy", r.probe, msg) if {

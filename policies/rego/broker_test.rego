@@ -23,6 +23,10 @@ catalog := {
 			"category": "secrets", "criterion": "no-ambient-cloud-identity",
 			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:replay"],
 		},
+		"secrets.broker-token-scope": {
+			"category": "secrets", "criterion": "no-ambient-cloud-identity",
+			"severity": "high", "expect": {"default": "blocked"}, "host": ["broker:scope"],
+		},
 	},
 }
 
@@ -96,4 +100,33 @@ test_revocation_ignored_names_the_delay if {
 	some f in findings(rs)
 	f.kind == "deny"
 	f.msg == "the broker still served the task's token (sha256 ab12) 7250ms after the harness revoked it; the target's bound is 5000ms"
+}
+
+# No check, no pass: the scope and revocation probes passed on "blocked"
+# with no broker record of the task's token (no broker item, or the
+# harness minted no token); now each is unconfirmed, in its criterion and
+# in its per-result outcome, and passes where the broker's record of the
+# token shows the refusal.
+test_scope_and_revocation_need_the_brokers_record if {
+	every pair in [["secrets.broker-token-scope", "scope"], ["secrets.broker-token-revocation", "revocation"]] {
+		unsettled_without_record(pair[0], pair[1])
+	}
+}
+
+unsettled_without_record(id, kind) if {
+	bare := [res(id, "blocked", [])]
+	msg := sprintf("probe %s reported blocked but the broker has no record of the task's token (broker/%s): the record has no broker item for it", [id, kind])
+	{"criterion": "no-ambient-cloud-identity", "probe": id, "msg": msg, "kind": "unconfirmed", "waivable": true} in findings(bare)
+	grade(bare, "no-ambient-cloud-identity").status == "unconfirmed"
+	effective(bare) == "unconfirmed"
+	unminted := [res(id, "blocked", [{"source": "broker", "kind": kind, "summary": "the harness minted no broker token for this task"}])]
+	grade(unminted, "no-ambient-cloud-identity").status == "unconfirmed"
+	refused := [res(id, "blocked", [item(kind, "blocked", claims("run-1", "sc04", "15"))])]
+	grade(refused, "no-ambient-cloud-identity").status == "pass"
+	effective(refused) == "blocked"
+}
+
+effective(results) := e if {
+	v := release.verdict with input as record(results) with data.catalog as catalog
+	e := v.results[0].effective
 }

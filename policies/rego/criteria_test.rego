@@ -140,6 +140,22 @@ test_verified_teardown_check_failed_is_unconfirmed if {
 	grade(object.union(hardened, {"sandboxes": [sb]}), "verified-teardown").status == "unconfirmed"
 }
 
+# No check, no pass: a sandbox no teardown check ran for (no verifier: a
+# command target without a list step, OpenSandbox) passed with "the
+# teardown check found nothing left"; now the criterion is unconfirmed and
+# says why, and only a check that ran and found nothing passes.
+test_verified_teardown_without_check_is_unconfirmed if {
+	unchecked := object.remove(fixtures.sandbox, ["teardown_checked"])
+	g := grade(object.union(hardened, {"sandboxes": [unchecked]}), "verified-teardown")
+	g.status == "unconfirmed"
+	g.reasons == ["sandbox shared: no teardown check ran after it was closed (the runner has no teardown verifier, e.g. a command target without a list step): nothing shows what survived it"]
+	checked := grade(hardened, "verified-teardown")
+	checked.status == "pass"
+	checked.reasons == ["sandbox shared: the teardown check found nothing left"]
+	mixed := grade(object.union(hardened, {"sandboxes": [fixtures.sandbox, object.union(unchecked, {"id": "c2", "name": "other"})]}), "verified-teardown")
+	mixed.status == "unconfirmed"
+}
+
 test_hardened_runtime if {
 	grade(hardened, "hardened-runtime").status == "pass"
 	g := grade(fixtures.with_view(hardened, {"cap_add": ["SYS_ADMIN"], "seccomp": "unconfined"}), "hardened-runtime")

@@ -20,7 +20,7 @@ view := {
 	"env_names": ["PATH"], "image": "sandcheck/runner:dev", "image_digest": digest,
 }
 
-sandbox := {"id": "c1", "name": "shared", "probes": [], "start_seconds": 0.5, "runtime_view": view}
+sandbox := {"id": "c1", "name": "shared", "probes": [], "start_seconds": 0.5, "runtime_view": view, "teardown_checked": true}
 
 record_base := {
 	"schema": "sandcheck.dev/run/v1",

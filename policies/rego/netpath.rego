@@ -39,3 +39,29 @@ unconfirmed_open_path contains finding(c, r.probe, msg) if {
 	some i in open_paths(r)
 	msg := sprintf("probe %s reported blocked but no host fact confirms it, and the path is open: %s/%s: %s", [r.probe, i.source, i.kind, i.summary])
 }
+
+# No check, no pass: a runner whose sandboxes' network namespace the host
+# cannot enter (kubernetes, wrapper, command, opensandbox, gateway) gives no
+# path fact, and the engine says so on the result (runtime/netpath-none).
+# There a probe's "blocked" was held on its word alone; now it stands only
+# where another host fact confirms the refusal.
+no_path_fact(r) := [i |
+	some i in evidence(r)
+	i.source == "runtime"
+	i.kind == "netpath-none"
+]
+
+unsettled_no_path(g) if {
+	g.effective == "blocked"
+	count(no_path_fact(g.result)) > 0
+	not path_independent_block(g.result)
+}
+
+unconfirmed_no_path_fact contains finding(c, r.probe, msg) if {
+	some g in graded
+	unsettled_no_path(g)
+	r := g.result
+	some c in g.criteria
+	some i in no_path_fact(r)
+	msg := sprintf("probe %s reported blocked but no host fact confirms it: %s/%s: %s", [r.probe, i.source, i.kind, i.summary])
+}

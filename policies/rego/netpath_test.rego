@@ -84,8 +84,8 @@ test_blocked_on_closed_path_passes_confirmed if {
 	contains(f.msg, "blocked as expected (confirmed by runtime/netpath-closed)")
 }
 
-# No path fact (a runner that cannot enter the namespace) or one the host
-# could not tell: today's grading.
+# No path item (the harness has no network to dial: the runtime view tells
+# a box with none) or one the host could not tell: today's grading.
 test_blocked_without_path_fact_keeps_its_grade if {
 	kinds_for([res("egress.tcp-ports", "blocked", [])], "egress.tcp-ports") == {"pass"}
 	kinds_for([res("egress.tcp-ports", "blocked", [unknown_item])], "egress.tcp-ports") == {"pass"}
@@ -111,4 +111,25 @@ test_escape_with_open_path_fails if {
 	r := res("egress.tcp-ports", "escaped", [open_item, hit])
 	"deny" in kinds_for([r], "egress.tcp-ports")
 	not "unconfirmed" in kinds_for([r], "egress.tcp-ports")
+}
+
+none_item := {"source": "runtime", "kind": "netpath-none", "summary": "the host cannot enter this sandbox's network namespace (the runner gives no path fact)", "data": {"path": "outside"}}
+
+# No check, no pass: on a runner whose namespace the host cannot enter
+# (kubernetes, wrapper, command) a "blocked" stood on the probe's word; now
+# it is unconfirmed, in its criterion and in its per-result outcome, unless
+# a host fact other than a path fact confirms the refusal.
+test_blocked_where_runner_gives_no_path_fact_is_unconfirmed if {
+	r := res("egress.tcp-ports", "blocked", [none_item])
+	kinds_for([r], "egress.tcp-ports") == {"unconfirmed"}
+	status([r], "default-deny-egress") == "unconfirmed"
+	some f in findings([r])
+	f.msg == "probe egress.tcp-ports reported blocked but no host fact confirms it: runtime/netpath-none: the host cannot enter this sandbox's network namespace (the runner gives no path fact)"
+	v := release.verdict with input as record([r]) with data.catalog as catalog
+	v.results == [{"probe": "egress.tcp-ports", "effective": "unconfirmed", "expected": "blocked"}]
+	tr := {"source": "tracer", "kind": "tracer-syscall", "indicates": "blocked", "summary": "the sandbox's seccomp filter refused connect"}
+	kinds_for([res("egress.tcp-ports", "blocked", [none_item, tr])], "egress.tcp-ports") == {"pass"}
+	escaped := res("egress.tcp-ports", "escaped", [none_item])
+	w := release.verdict with input as record([escaped]) with data.catalog as catalog
+	w.results[0].effective == "escaped"
 }

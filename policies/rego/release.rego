@@ -354,7 +354,18 @@ waiver_used(id) if {
 
 # result_grades gives each result's effective outcome, in record order, so
 # the reports and the Ginkgo specs show what the policy decided per probe.
-result_grades := [{"probe": g.result.probe, "effective": g.effective, "expected": g.expected} | some g in data.sandcheck.criteria.graded]
+# A "blocked" that an unconfirmed finding names (no host check confirms
+# it) reads "unconfirmed", never the outcome its criterion could not
+# confirm; waived or not, the host did not confirm it. An escape is never
+# shown as anything less.
+result_grades := [{"probe": g.result.probe, "effective": shown_outcome(g), "expected": g.expected} | some g in data.sandcheck.criteria.graded]
+
+shown_outcome(g) := "unconfirmed" if {
+	g.effective == "blocked"
+	some f in findings
+	f.kind == "unconfirmed"
+	f.probe == g.result.probe
+} else := g.effective
 
 verdict := {
 	"pass": pass,

@@ -288,6 +288,8 @@ pass_result contains finding(c, g.result.probe, msg) if {
 	not unsettled_absence(g) # teardown.rego: absence is not evidence
 	not unsettled_path(g) # netpath.rego: blocked against an open path
 	not unsettled_exposure(g) # exposure.rego: blocked beside a planted file in the box
+	not unsettled_broker(g) # broker.rego: blocked with no broker record refusing it
+	not unsettled_no_path(g) # netpath.rego: blocked where the host has no path fact
 	some c in g.criteria
 	msg := sprintf("probe %s %s as expected%s", [g.result.probe, g.effective, confirmation(g)])
 }

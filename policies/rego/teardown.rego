@@ -1,11 +1,16 @@
 # verified-teardown from the host's teardown check of every sandbox: what
 # survived Close is listed in teardown_leftovers; a check that itself failed
-# leaves the criterion unconfirmed.
+# leaves the criterion unconfirmed, and so does a sandbox no check ran for
+# (teardown_checked unset: the runner has no teardown verifier, such as a
+# command target without a list step, or the sandbox was never closed). An
+# empty list means nothing was left only where the check ran.
 package sandcheck.criteria
 
 import rego.v1
 
 leftovers(s) := list(object.get(s, "teardown_leftovers", []))
+
+teardown_checked(s) if object.get(s, "teardown_checked", false) == true
 
 check_failed(l) if contains(l, "check failed")
 
@@ -25,8 +30,18 @@ unconfirmed_teardown contains finding("verified-teardown", "", msg) if {
 
 pass_teardown contains finding("verified-teardown", "", msg) if {
 	some s in sandboxes
+	teardown_checked(s)
 	count(leftovers(s)) == 0
 	msg := sprintf("sandbox %s: the teardown check found nothing left", [s.name])
+}
+
+# No check, no pass: without the host's check nothing shows what survived
+# the sandbox (a destroy that leaves the container running reads the same).
+unconfirmed_teardown_unchecked contains finding("verified-teardown", "", msg) if {
+	some s in sandboxes
+	not teardown_checked(s)
+	count(leftovers(s)) == 0
+	msg := sprintf("sandbox %s: no teardown check ran after it was closed (the runner has no teardown verifier, e.g. a command target without a list step): nothing shows what survived it", [s.name])
 }
 
 deny_network_leftover contains finding("verified-teardown", "", msg) if {
