@@ -200,12 +200,14 @@ func brokerObserver(e *Engine, kind string, o observation) []evidence.Item {
 	case "broker:lifetime":
 		return []evidence.Item{lifetimeItem(t)}
 	case "broker:scope":
-		return []evidence.Item{scopeItem(t, e.broker.tb.Uses(t.sum))}
+		// With the broker's path from the box (pathKinds): a record of
+		// no use settles only where the box had no way to the broker.
+		return append([]evidence.Item{scopeItem(t, e.broker.tb.Uses(t.sum))}, netpathObserver(e, "netpath:broker", o)...)
 	case "broker:revocation":
 		if t.stop != nil {
 			t.stop()
 		}
-		return []evidence.Item{revocationItem(t, e.broker.tb.Uses(t.sum), e.broker.bound)}
+		return append([]evidence.Item{revocationItem(t, e.broker.tb.Uses(t.sum), e.broker.bound)}, netpathObserver(e, "netpath:broker", o)...)
 	}
 	return nil
 }

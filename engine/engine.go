@@ -239,8 +239,20 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 // Effective grades one result alone with the release policy and returns the
 // outcome the policy grades it by (host evidence weighed in).
 func (e *Engine) Effective(ctx context.Context, res evidence.Result) (probes.Outcome, error) {
+	// The result's own sandbox goes with it: what the runtime's view says
+	// of it (no network at all) confirms some claims, as in the run's
+	// verdict. (Findings about the sandbox itself, its teardown among
+	// them, name no probe and leave this result's outcome alone.)
+	var sbs []evidence.Sandbox
+	e.mu.Lock()
+	for _, s := range e.rec.Sandboxes {
+		if s.ID == res.Sandbox && res.Sandbox != "" {
+			sbs = append(sbs, s)
+		}
+	}
+	e.mu.Unlock()
 	v, err := e.grader.Grade(ctx, &evidence.Record{Schema: evidence.Schema, RunID: e.rec.RunID,
-		Target: e.rec.Target, Results: []evidence.Result{res}})
+		Target: e.rec.Target, Sandboxes: sbs, Results: []evidence.Result{res}})
 	if err != nil {
 		return "", err
 	}

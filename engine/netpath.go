@@ -135,6 +135,24 @@ var netpathChecks = map[string]netpathCheck{
 	}, true},
 }
 
+// brokerPathKinds are the broker probes whose record can show no use at
+// all: the broker saw none of the box's out-of-scope or post-revocation
+// uses. That settles nothing unless the host also shows the box had no path
+// to the broker, so their sandboxes are dialled at the broker too.
+var brokerPathKinds = []string{"broker:scope", "broker:revocation"}
+
+// pathKinds are the path kinds dialled for a probe: its catalog's netpath
+// kinds, and the broker's for the broker probes that need it.
+func pathKinds(spec probes.Spec) []string {
+	kinds := spec.Host
+	for _, h := range spec.Host {
+		if slices.Contains(brokerPathKinds, h) && !slices.Contains(kinds, "netpath:broker") {
+			kinds = append(slices.Clone(kinds), "netpath:broker")
+		}
+	}
+	return kinds
+}
+
 // tcp makes TCP connect attempts of addresses.
 func tcp(addrs func(p probes.Params) []string) func(p probes.Params) []pathTry {
 	return func(p probes.Params) []pathTry {
@@ -229,7 +247,7 @@ func (e *Engine) dialPaths(ctx context.Context, s *sandbox, specs []probes.Spec)
 	}
 	var todo []pathTry
 	for _, spec := range specs {
-		for _, h := range spec.Host {
+		for _, h := range pathKinds(spec) {
 			c, ok := netpathChecks[h]
 			if !ok {
 				continue

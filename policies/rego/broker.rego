@@ -54,10 +54,17 @@ broker_replay_refused(r) if {
 # of the task's token as well: a "blocked" with no broker record of that
 # token (no broker item of the probe's kind, or one saying the harness
 # minted no token for the task) is the box's word alone, never a pass. No
-# check, no pass. (A record that shows the broker refusing is blocked; one
-# that shows no use at all keeps its grade: on a target whose box cannot
-# reach the broker, that is all the broker can say.)
+# check, no pass. A record that shows the broker refusing settles it; one
+# that shows no use at all (no out-of-scope use, none after the revocation)
+# settles it only where the host shows the box had no way to the broker:
+# the broker's path from the box's namespace closed (runtime/netpath-closed,
+# path broker), or the runtime's view of its sandbox showing no network. A
+# box that could reach the broker and says "blocked" without trying leaves
+# the same silent record.
 broker_record_kinds := {"broker:lifetime": "lifetime", "broker:scope": "scope", "broker:revocation": "revocation"}
+
+# silence_kinds are the records that can show no use at all.
+silence_kinds := {"scope", "revocation"}
 
 unsettled_broker(g) if {
 	g.effective == "blocked"
@@ -66,10 +73,43 @@ unsettled_broker(g) if {
 	not broker_record(g.result, kind)
 }
 
+unsettled_broker(g) if {
+	g.effective == "blocked"
+	some h in object.get(data.catalog.probes[g.result.probe], "host", [])
+	kind := broker_record_kinds[h]
+	kind in silence_kinds
+	broker_record(g.result, kind)
+	not broker_record_blocked(g.result, kind)
+	not broker_unreachable(g.result)
+}
+
 # broker_record holds where the broker's record names the task's token.
 broker_record(r, kind) if {
 	some i in broker_items(r, kind)
 	broker_data(i, "token_sha256") != ""
+}
+
+broker_record_blocked(r, kind) if {
+	some i in broker_items(r, kind)
+	i.indicates == "blocked"
+}
+
+broker_unreachable(r) if {
+	some i in evidence(r)
+	i.source == "runtime"
+	i.kind == "netpath-closed"
+	object.get(i, ["data", "path"], "") == "broker"
+}
+
+broker_unreachable(r) if {
+	id := object.get(r, "sandbox", "")
+	id != ""
+	some s in sandboxes
+	s.id == id
+	v := object.get(s, "runtime_view", null)
+	is_object(v)
+	known_fact(v, "network_mode")
+	v.network_mode == "none"
 }
 
 unconfirmed_broker_record contains finding(c, r.probe, msg) if {
@@ -81,6 +121,17 @@ unconfirmed_broker_record contains finding(c, r.probe, msg) if {
 	not broker_record(r, kind)
 	some c in g.criteria
 	msg := sprintf("probe %s reported blocked but the broker has no record of the task's token (broker/%s): %s", [r.probe, kind, broker_record_seen(r, kind)])
+}
+
+unconfirmed_broker_record contains finding(c, r.probe, msg) if {
+	some g in graded
+	unsettled_broker(g)
+	r := g.result
+	some h in object.get(data.catalog.probes[r.probe], "host", [])
+	kind := broker_record_kinds[h]
+	broker_record(r, kind)
+	some c in g.criteria
+	msg := sprintf("probe %s reported blocked but the broker refused no use of the task's token (broker/%s: %s) and nothing on the host shows the box had no way to the broker", [r.probe, kind, broker_record_seen(r, kind)])
 }
 
 broker_record_seen(r, kind) := concat("; ", sort({i.summary | some i in broker_items(r, kind)})) if {

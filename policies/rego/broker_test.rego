@@ -124,6 +124,26 @@ unsettled_without_record(id, kind) if {
 	refused := [res(id, "blocked", [item(kind, "blocked", claims("run-1", "sc04", "15"))])]
 	grade(refused, "no-ambient-cloud-identity").status == "pass"
 	effective(refused) == "blocked"
+
+	# A record of no use at all: the box may never have tried. It stands
+	# where the host shows the box had no way to the broker (the broker's
+	# path closed, or a sandbox with no network), not where the path is
+	# open or unknown.
+	silent := object.remove(item(kind, "", claims("run-1", "sc04", "15")), ["indicates"])
+	quiet := [res(id, "blocked", [silent])]
+	grade(quiet, "no-ambient-cloud-identity").status == "unconfirmed"
+	effective(quiet) == "unconfirmed"
+	closed := {"source": "runtime", "kind": "netpath-closed", "indicates": "blocked", "summary": "s", "data": {"path": "broker"}}
+	grade([res(id, "blocked", [silent, closed])], "no-ambient-cloud-identity").status == "pass"
+	open := {"source": "runtime", "kind": "netpath-open", "summary": "s", "data": {"path": "broker"}}
+	grade([res(id, "blocked", [silent, open])], "no-ambient-cloud-identity").status == "unconfirmed"
+	in_box := object.union(res(id, "blocked", [silent]), {"sandbox": "c1"})
+	grade([in_box], "no-ambient-cloud-identity").status == "pass"
+	networked := object.union(fixtures.with_view(record([in_box]), {"network_mode": "sandcheck-net"}), {"results": [in_box]})
+	v := release.verdict with input as networked with data.catalog as catalog
+	some g in v.criteria
+	g.id == "no-ambient-cloud-identity"
+	g.status == "unconfirmed"
 }
 
 effective(results) := e if {
