@@ -251,4 +251,11 @@ func TestClassify(t *testing.T) {
 	if st, _, _ := classify(v, r); st != stateError {
 		t.Errorf("disputed result shown as %s", st)
 	}
+	// The policy's own "unconfirmed" for a result is never a pass, with
+	// or without the criterion's reason beside it.
+	r = res("teardown.scratch", "verified-teardown", probes.Blocked, "")
+	v = &evidence.Verdict{Results: []evidence.ResultGrade{{Probe: r.Probe, Effective: evidence.Unconfirmed, Expected: probes.Blocked}}}
+	if st, msg, _ := classify(v, r); st != stateError || !strings.HasPrefix(msg, "unconfirmed") {
+		t.Errorf("an unconfirmed result shown as %s %q", st, msg)
+	}
 }
