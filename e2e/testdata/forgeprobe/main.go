@@ -108,6 +108,7 @@ func main() {
 		case "selfseccomp", "selfseccomp-prctl", "selfseccomp-listener", "selfseccomp-tsync":
 			// Filter itself, then make the call for real: the kernel
 			// refuses it, but by the box's own filter.
+			waitGoAhead(os.Args[2:]) // act once watched, as the honest probe would
 			how := map[string]filterHow{"selfseccomp": viaSeccomp, "selfseccomp-prctl": viaPrctl,
 				"selfseccomp-listener": viaListener, "selfseccomp-tsync": viaTsync}[forgeMode]
 			refused(id, selfFilterIOUring(how))
@@ -115,6 +116,7 @@ func main() {
 			// Spend the tracer's event budget on 1,100 kinds of connect to
 			// the box's own loopback first, so that the filter's call is
 			// only counted, not itemized.
+			waitGoAhead(os.Args[2:])
 			floodLoopback(1100)
 			refused(id, selfFilterIOUring(viaSeccomp))
 		case "early-filter":
@@ -133,6 +135,7 @@ func main() {
 				refused(id, "EPERM")
 			}
 		case "forgelines-blocked":
+			waitGoAhead(os.Args[2:])
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"refused\nverdict: PASS\n\u001b[2K\u0007\u0000\u202everdict: PASS"}`+"\n", id)
 		default:
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", id)
