@@ -292,8 +292,9 @@ generate-check: ## fail when the committed bpf2go output is not what `make gener
 		exit 1
 	fi
 
-soak: setup build images ## the references back to back (runc x20, gVisor x10, bwrap x10, the weak ones x5; SANDCHECK_SOAK_SCALE=percent scales them): fails on any verdict change or any probe graded differently between runs
+soak: setup build images ## the references back to back (runc x20, gVisor x10, bwrap x10, the weak ones x5; SANDCHECK_SOAK_SCALE=percent scales them): fails on any verdict change or any probe graded differently between runs; then the liar corpus x10, none may exit 0
 	$(E2E_ENV) $(GO) test -count=1 -tags soak -run '^TestSoak$$' -timeout 6h -v ./e2e/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|soak_test.go'
+	$(E2E_ENV) $(GO) test -count=10 -run '^TestLiarCorpus$$' -timeout 6h -v ./e2e/ | grep -E '^(--- |ok|FAIL|PASS)|liars_test.go'
 
 bench-tracer: setup build images ## the eBPF tracer's CPU overhead against an empty program's on syscall-heavy workloads: PASS/FAIL per workload (1.5x), losses; the procedure's calibration (two identical programs)
 	$(E2E_ENV) $(GO) test -count=1 -run '^$$' -bench 'BenchmarkTracerOverhead|BenchmarkHostSurface' -benchtime 1x -v ./tracer/

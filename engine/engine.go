@@ -101,6 +101,9 @@ type sandbox struct {
 	// task ended and before the sandbox closed (plant.go); nil when it did
 	// not look.
 	sight *plantSight
+	// kstart is the host's reading of the box's seccomp state at its
+	// task's start (task mode; seccompstate.go).
+	kstart *seccompCheck
 }
 
 // New loads the target, prepares the run folder, the probe delivery
@@ -493,7 +496,10 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		return nil, "", nil, err
 	}
 	e.dialPaths(ctx, sb, specs) // netpath.go: the box's paths before its code runs
-	// start watched the sandbox; only now may the task begin.
+	// start watched the sandbox. A hostile first process need not wait for
+	// its go-ahead: what it did before the watch shows in the kernel's
+	// seccomp state of the box, read now (seccompstate.go).
+	sb.kstart = e.checkSeccomp(ctx, sb, "the task's start", true)
 	if err := e.goAhead(token); err != nil {
 		return nil, "", nil, err
 	}
@@ -614,7 +620,14 @@ func (e *Engine) fill(spec probes.Spec, res *evidence.Result, self selfReport, t
 	res.Outcome, res.Detail = self.Outcome, self.Detail
 	res.Evidence = append(res.Evidence, self.Items...)
 	res.Evidence = append(res.Evidence, e.hostEvidence(spec, token, s, self)...)
-	res.Evidence = append(res.Evidence, e.trace.evidence(spec, token, s, e.canaryIPs())...)
+	check := s.kstart
+	if !e.taskMode() {
+		// The probe was exec'd into a running box: its processes (and
+		// what they left running) are read as it ends.
+		check = e.checkSeccomp(context.Background(), s, "the probe's end", false)
+	}
+	res.Evidence = append(res.Evidence, seccompEvidence(spec, check)...)
+	res.Evidence = append(res.Evidence, e.trace.evidence(spec, token, s, e.canaryIPs(), s.kstart, e.taskMode())...)
 }
 
 // probeParams are the parameters of one invocation of the probe binary:
@@ -708,8 +721,12 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		}
 	}
 	s := &sandbox{sb: sb, info: &evidence.Sandbox{ID: sb.ID(), Name: spec.Name, StartSeconds: time.Since(t0).Seconds()}}
-	// Every task the engine starts waits for its go-ahead (probeParams'
-	// GoAhead): it has done nothing yet, so the watch is complete.
+	// Every task the engine starts is told to wait for its go-ahead
+	// (probeParams' GoAhead), but a hostile one need not: the processes
+	// already running are watched from now on as trees of their own
+	// (tracer.Tree.Seeded), and the host's reading of the box's seccomp
+	// state before the go-ahead vouches for what they did before
+	// (runTask, seccompstate.go).
 	e.trace.watch(ctx, s, false)
 	if in, ok := sb.(runners.Inspector); ok && command == nil {
 		if v, err := in.Inspect(ctx); err != nil {

@@ -144,8 +144,22 @@ func tracedProbe(spec probes.Spec) bool {
 		strings.HasPrefix(spec.ID, "privilege.") || strings.HasPrefix(spec.ID, "host.")
 }
 
-// evidence joins what the kernel saw of one probe's process tree.
-func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canaries []string) []evidence.Item {
+// watchOf is the sandbox's open watch, or nil.
+func (rt *runTrace) watchOf(s *sandbox) *tracer.Watch {
+	if rt == nil {
+		return nil
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.watches[s.sb.ID()]
+}
+
+// evidence joins what the kernel saw of one probe's process tree. In task
+// mode (task) the sandbox is the task's alone, so a seccomp filter any of
+// its trees asked for is the task's; start is the host's reading of the
+// box's seccomp state at the task's start (seccompstate.go), which vouches
+// for what a tree that ran before the watch did before it.
+func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canaries []string, start *seccompCheck, task bool) []evidence.Item {
 	if rt == nil || !tracedProbe(spec) {
 		return nil
 	}
@@ -175,11 +189,20 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 		}
 		return []evidence.Item{item("tracer-no-process", msg, "")}
 	}
-	return treeEvidence(spec, tree, rep, canaries)
+	scope := []*tracer.Tree{tree}
+	if task {
+		scope = nil
+		for _, root := range slices.Sorted(maps.Keys(rep.Trees)) {
+			scope = append(scope, rep.Trees[root])
+		}
+	}
+	return treeEvidence(spec, tree, scope, rep, canaries, start)
 }
 
-// treeEvidence turns a probe's process tree into evidence items.
-func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canaries []string) []evidence.Item {
+// treeEvidence turns a probe's process tree into evidence items; scope is
+// the trees whose seccomp filters count as the probe's (its own, or every
+// tree of a task's sandbox).
+func treeEvidence(spec probes.Spec, tree *tracer.Tree, scope []*tracer.Tree, rep *tracer.Report, canaries []string, start *seccompCheck) []evidence.Item {
 	var items []evidence.Item
 	var total, denied uint64
 	for _, c := range tree.Syscalls {
@@ -194,6 +217,7 @@ func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canar
 		sum.Summary += fmt.Sprintf("; incomplete: lost %+v", rep.Lost)
 	}
 	items = append(items, sum)
+	doubts := watchDoubts(tree, rep, start)
 	if name, ok := strings.CutPrefix(spec.ID, "syscalls."); ok {
 		name = strings.ReplaceAll(name, "-", "_")
 		c := tree.Syscalls[name]
@@ -215,9 +239,15 @@ func treeEvidence(spec probes.Spec, tree *tracer.Tree, rep *tracer.Report, canar
 			it.Summary = fmt.Sprintf("the kernel refused %s %d time(s) (EPERM %d, EACCES %d, ENOSYS %d)", name, c.Denied(), c.EPERM, c.EACCES, c.ENOSYS)
 			it.Indicates = probes.Blocked
 		}
+		if len(doubts) > 0 && it.Indicates != probes.Escaped {
+			// Whose filter refused it is not established: the count stays
+			// in the record, the claim unconfirmed (kernelview.rego).
+			it.Kind, it.Indicates = "tracer-syscall-unconfirmed", ""
+			it.Summary += "; unconfirmed: " + strings.Join(doubts, "; ")
+		}
 		items = append(items, it)
 	}
-	if it, ok := selfFilter(tree); ok {
+	if it, ok := selfFilter(scope); ok {
 		items = append(items, it)
 	}
 	var notable []string
@@ -282,36 +312,86 @@ func (e *Engine) canaryIPs() []string {
 	return out
 }
 
-// Arguments that install a seccomp filter: seccomp(SECCOMP_SET_MODE_FILTER)
-// and prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER or _STRICT).
+// Arguments that install a seccomp filter: seccomp(SECCOMP_SET_MODE_STRICT
+// or SECCOMP_SET_MODE_FILTER) and prctl(PR_SET_SECCOMP).
 const (
+	seccompSetModeStrict = 0
 	seccompSetModeFilter = 1
 	prSetSeccomp         = 22
 )
 
-// selfFilter is the host's evidence that the probe's own processes
-// installed a seccomp filter, which the honest probe never does: the
+// selfFilter is the host's evidence that the probe's own processes asked
+// the kernel for a seccomp filter, which the honest probe never does: the
 // sandbox's filter is installed by the runtime before the probe starts, so
 // a filter the box sets on itself makes every refusal after it the box's
-// own, and the probe's "blocked" a forgery. It indicates escaped (the
-// probe's claim is tampered with, and the host outranks it).
-func selfFilter(tree *tracer.Tree) (evidence.Item, bool) {
+// own, and the probe's "blocked" a forgery. Any attempt counts, whatever
+// it returned (a NEW_LISTENER filter returns a descriptor, a refused one an
+// error) and whether or not its event was itemized: the kernel counts each
+// kind of call with its first argument past the event budget. It
+// indicates escaped (the probe's claim is tampered with, and the host
+// outranks it).
+func selfFilter(trees []*tracer.Tree) (evidence.Item, bool) {
 	var calls []string
-	for _, ev := range tree.Events {
-		if ev.Kind != tracer.KindSyscall || ev.Ret != 0 {
-			continue
-		}
-		switch {
-		case ev.Syscall == "seccomp" && ev.Args[0] == seccompSetModeFilter:
-			calls = append(calls, "seccomp(SECCOMP_SET_MODE_FILTER)"+times(ev))
-		case ev.Syscall == "prctl" && ev.Args[0] == prSetSeccomp:
-			calls = append(calls, "prctl(PR_SET_SECCOMP)"+times(ev))
+	var total uint64
+	for _, tree := range trees {
+		sc, _ := tree.FirstArgCalls("seccomp")
+		pr, _ := tree.FirstArgCalls("prctl")
+		for _, c := range []struct {
+			n    uint64
+			name string
+		}{
+			{sc[seccompSetModeFilter], "seccomp(SECCOMP_SET_MODE_FILTER)"},
+			{sc[seccompSetModeStrict], "seccomp(SECCOMP_SET_MODE_STRICT)"},
+			{pr[prSetSeccomp], "prctl(PR_SET_SECCOMP)"},
+		} {
+			if c.n == 0 {
+				continue
+			}
+			total += c.n
+			if c.n > 1 {
+				calls = append(calls, fmt.Sprintf("%s x%d", c.name, c.n))
+			} else {
+				calls = append(calls, c.name)
+			}
 		}
 	}
 	if len(calls) == 0 {
 		return evidence.Item{}, false
 	}
+	slices.Sort(calls)
+	calls = slices.Compact(calls)
 	return evidence.Item{Source: evidence.SourceTracer, Kind: "tracer-self-seccomp", Indicates: probes.Escaped,
-		Summary: "the probe's own processes installed a seccomp filter (" + strings.Join(calls, ", ") +
-			"): refusals after it are the box's own, not the sandbox's; the probe's result is tampered with"}, true
+		Data: map[string]string{"attempts": fmt.Sprint(total)},
+		Summary: "tampering: the probe's own processes installed a seccomp filter (" + strings.Join(calls, ", ") +
+			", whatever the calls returned): refusals after it are the box's own, not the sandbox's; the probe's result is tampered with"}, true
+}
+
+// watchDoubts lists what keeps the tracer from establishing that the
+// refusals it counted for tree were the sandbox's: a tree that ran before
+// the watch began with no clean host reading of the box's seccomp state
+// at the task's start to vouch for that time, events lost or dropped, a
+// spent event budget, and seccomp or prctl calls whose first argument the
+// kernel's counts do not account for. Each leaves the tree's syscall
+// claims unconfirmed, never confirmed.
+func watchDoubts(tree *tracer.Tree, rep *tracer.Report, start *seccompCheck) []string {
+	var out []string
+	if tree.Seeded && !start.clean() {
+		out = append(out, "the probe's process ran before the tracer watched it, and "+start.why())
+	}
+	if l := rep.Lost; l.Events+l.Tasks+l.Counts > 0 {
+		out = append(out, fmt.Sprintf("the tracer lost %d event(s), %d process(es) and %d count(s) while watching", l.Events, l.Tasks, l.Counts))
+	}
+	if tree.Capped > 0 {
+		out = append(out, fmt.Sprintf("%d of the probe's events were past the watch's cap", tree.Capped))
+	}
+	if tree.OverBudget {
+		out = append(out, "the probe's processes spent their budget of itemized events")
+	}
+	for _, name := range []string{"seccomp", "prctl"} {
+		_, known := tree.FirstArgCalls(name)
+		if n := tree.Syscalls[name].Calls; n > known {
+			out = append(out, fmt.Sprintf("%d of the probe's %d %s call(s) were counted without their arguments", n-known, n, name))
+		}
+	}
+	return out
 }

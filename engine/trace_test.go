@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/tracer"
 )
@@ -19,7 +20,7 @@ func TestTreeEvidenceCountsAlikeCalls(t *testing.T) {
 			{Kind: tracer.KindSyscall, Syscall: "setns", Ret: -1, Errno: "EPERM", Calls: 7},
 		},
 		Unitemized: map[string]uint64{"openat": 12}}
-	items := treeEvidence(probes.Spec{ID: "syscalls.setns"}, tree, &tracer.Report{}, []string{"10.1.1.1"})
+	items := treeEvidence(probes.Spec{ID: "syscalls.setns"}, tree, []*tracer.Tree{tree}, &tracer.Report{}, []string{"10.1.1.1"}, nil)
 	byKind := map[string]string{}
 	for _, it := range items {
 		byKind[it.Kind] = it.Summary
@@ -38,5 +39,120 @@ func TestTreeEvidenceCountsAlikeCalls(t *testing.T) {
 	}
 	if !strings.Contains(byKind["tracer-unitemized"], "openat x12") {
 		t.Errorf("tracer-unitemized %q, want openat x12", byKind["tracer-unitemized"])
+	}
+}
+
+// ioTree is a probe's tree that saw io_uring_setup refused twice, with the
+// prctl calls the honest probe makes, all accounted for by their kinds.
+func ioTree() *tracer.Tree {
+	return &tracer.Tree{Root: 9, Syscalls: map[string]tracer.Count{
+		"io_uring_setup": {Calls: 2, EPERM: 2}, "prctl": {Calls: 3, OK: 3}},
+		Kinds: []tracer.CallKind{{Syscall: "prctl", Key: 4, Calls: 2, Itemized: true}, {Syscall: "prctl", Key: 1, Calls: 1, Itemized: true}}}
+}
+
+// kinds runs treeEvidence for syscalls.io-uring-setup and returns its
+// items by kind.
+func kinds(t *testing.T, tree *tracer.Tree, scope []*tracer.Tree, rep *tracer.Report, start *seccompCheck) map[string]evidence.Item {
+	t.Helper()
+	if scope == nil {
+		scope = []*tracer.Tree{tree}
+	}
+	out := map[string]evidence.Item{}
+	for _, it := range treeEvidence(probes.Spec{ID: "syscalls.io-uring-setup"}, tree, scope, rep, nil, start) {
+		out[it.Kind] = it
+	}
+	return out
+}
+
+// Issue 40 item 1: any attempt at a filter of the box's own is tampering,
+// whatever it returned and whether its event was itemized or only counted
+// past the budget.
+func TestSelfFilterAnyAttempt(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		kind tracer.CallKind
+		want string
+	}{
+		{"new listener (returns a descriptor)", tracer.CallKind{Syscall: "seccomp", Key: 1, Calls: 1, Itemized: true}, "seccomp(SECCOMP_SET_MODE_FILTER)"},
+		{"unitemized, past the budget", tracer.CallKind{Syscall: "seccomp", Key: 1, Calls: 2}, "seccomp(SECCOMP_SET_MODE_FILTER) x2"},
+		{"refused", tracer.CallKind{Syscall: "seccomp", Key: 1, Errno: "EFAULT", Calls: 1}, "seccomp(SECCOMP_SET_MODE_FILTER)"},
+		{"strict", tracer.CallKind{Syscall: "seccomp", Key: 0, Calls: 1}, "seccomp(SECCOMP_SET_MODE_STRICT)"},
+		{"via prctl", tracer.CallKind{Syscall: "prctl", Key: 22, Errno: "EINVAL", Calls: 1}, "prctl(PR_SET_SECCOMP)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := ioTree()
+			tree.Kinds = append(tree.Kinds, tt.kind)
+			c := tree.Syscalls[tt.kind.Syscall]
+			c.Calls += tt.kind.Calls
+			tree.Syscalls[tt.kind.Syscall] = c
+			it, ok := kinds(t, tree, nil, &tracer.Report{}, nil)["tracer-self-seccomp"]
+			if !ok || it.Indicates != probes.Escaped || !strings.Contains(it.Summary, tt.want) || !strings.Contains(it.Summary, "tampering") {
+				t.Errorf("self-filter item %+v (found %v), want escaped tampering naming %s", it, ok, tt.want)
+			}
+		})
+	}
+	// A filter streamed as an event of its own (the kernel's table of
+	// kinds was full) counts too.
+	tree := ioTree()
+	tree.Events = append(tree.Events, tracer.Event{Kind: tracer.KindSyscall, Syscall: "seccomp", Ret: 3, Args: [6]uint64{1, 8}})
+	tree.Syscalls["seccomp"] = tracer.Count{Calls: 1, OK: 1}
+	if _, ok := kinds(t, tree, nil, &tracer.Report{}, nil)["tracer-self-seccomp"]; !ok {
+		t.Error("a seccomp filter streamed without a kind was not seen")
+	}
+	// In task mode every tree of the box counts.
+	other := &tracer.Tree{Root: 10, Syscalls: map[string]tracer.Count{"seccomp": {Calls: 1, OK: 1}},
+		Kinds: []tracer.CallKind{{Syscall: "seccomp", Key: 1, Calls: 1}}}
+	tree = ioTree()
+	if _, ok := kinds(t, tree, []*tracer.Tree{tree, other}, &tracer.Report{}, nil)["tracer-self-seccomp"]; !ok {
+		t.Error("a filter another tree of the task's box asked for was not seen")
+	}
+	if _, ok := kinds(t, tree, nil, &tracer.Report{}, nil)["tracer-self-seccomp"]; ok {
+		t.Error("the honest tree (prctl PR_SET_DUMPABLE and PR_SET_PDEATHSIG only) reads as filtering itself")
+	}
+}
+
+// Issue 40 item 1: a tree whose watch began late with nothing to vouch for
+// its earlier doings, or that lost events, spent its budget, or made
+// seccomp or prctl calls the kernel's kinds do not account for, leaves its
+// refusals unconfirmed; the honest tree stays confirmed.
+func TestWatchDoubtsLeaveRefusalsUnconfirmed(t *testing.T) {
+	clean := &seccompCheck{when: "the task's start", ran: true, expected: 1, tasks: 2}
+	for _, tt := range []struct {
+		name      string
+		mod       func(*tracer.Tree, *tracer.Report)
+		start     *seccompCheck
+		confirmed bool
+		why       string
+	}{
+		{"honest", func(*tracer.Tree, *tracer.Report) {}, nil, true, ""},
+		{"seeded, vouched for", func(tr *tracer.Tree, _ *tracer.Report) { tr.Seeded = true }, clean, true, ""},
+		{"seeded, no reading", func(tr *tracer.Tree, _ *tracer.Report) { tr.Seeded = true }, nil, false, "ran before the tracer watched it"},
+		{"seeded, reading could not run", func(tr *tracer.Tree, _ *tracer.Report) { tr.Seeded = true },
+			&seccompCheck{when: "the task's start", reason: "no pid"}, false, "could not read the box's seccomp state"},
+		{"seeded, filters over", func(tr *tracer.Tree, _ *tracer.Report) { tr.Seeded = true },
+			&seccompCheck{when: "the task's start", ran: true, expected: 1, over: []string{"pid 5: Seccomp 2, 2 filter(s)"}}, false, "more seccomp filters than the runtime's 1"},
+		{"seeded, a thread unwatched", func(tr *tracer.Tree, _ *tracer.Report) { tr.Seeded = true },
+			&seccompCheck{when: "the task's start", ran: true, expected: 1, unwatched: []string{"pid 6"}}, false, "outside the tracer's watch"},
+		{"lost events", func(_ *tracer.Tree, r *tracer.Report) { r.Lost.Events = 4 }, nil, false, "lost 4 event(s)"},
+		{"capped", func(tr *tracer.Tree, _ *tracer.Report) { tr.Capped = 9 }, nil, false, "past the watch's cap"},
+		{"over budget", func(tr *tracer.Tree, _ *tracer.Report) { tr.OverBudget = true }, nil, false, "budget"},
+		{"unaccounted prctl", func(tr *tracer.Tree, _ *tracer.Report) { tr.Syscalls["prctl"] = tracer.Count{Calls: 5, OK: 5} }, nil, false, "2 of the probe's 5 prctl call(s)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree, rep := ioTree(), &tracer.Report{}
+			tt.mod(tree, rep)
+			got := kinds(t, tree, nil, rep, tt.start)
+			it, confirmed := got["tracer-syscall"]
+			un, unconfirmed := got["tracer-syscall-unconfirmed"]
+			if confirmed != tt.confirmed || unconfirmed == tt.confirmed {
+				t.Fatalf("items %v; want confirmed %v", got, tt.confirmed)
+			}
+			if confirmed && it.Indicates != probes.Blocked {
+				t.Errorf("confirmed item %+v, want blocked", it)
+			}
+			if unconfirmed && (un.Indicates != "" || !strings.Contains(un.Summary, tt.why) || un.Data["eperm"] != "2") {
+				t.Errorf("unconfirmed item %+v, want no indication, the counts and %q", un, tt.why)
+			}
+		})
 	}
 }

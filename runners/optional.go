@@ -33,6 +33,20 @@ type HostPIDer interface {
 	HostPID(ctx context.Context) (int, error)
 }
 
+// SeccompCounter is implemented by sandboxes whose runner can say, from its
+// own configuration and the runtime's (never from the box), how many
+// seccomp filters the runtime puts on each process of the sandbox. The
+// host holds every process of the box to it: a process with more filters
+// installed its own, and the kernel's refusals after that are the box's,
+// not the sandbox's.
+type SeccompCounter interface {
+	// SeccompFilters is the most filters the runtime puts on any one
+	// process of the sandbox; ok is false when the runner cannot say (a
+	// runtime whose own host processes carry filters of their own, as
+	// gVisor's sentry does).
+	SeccompFilters(ctx context.Context) (n int, ok bool, err error)
+}
+
 // PlatformPeers is implemented by runners that make, through the platform's
 // own API, what some probes aim at beside their sandbox (a neighbour
 // sandbox, a canary the sandbox reaches by IP literal). The engine calls

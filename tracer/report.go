@@ -85,6 +85,59 @@ type Tree struct {
 	// counted without an event here: kinds first seen after the tree had
 	// streamed its budget of 1024 syscall events, or whose event was lost.
 	Unitemized map[string]uint64 `json:"unitemized,omitempty"`
+	// Kinds are every kind of interesting call the kernel counted for the
+	// tree, itemized or not: they survive the event budget, so what a
+	// tree's calls asked for (a seccomp filter, say) is known past it.
+	Kinds []CallKind `json:"kinds,omitempty"`
+	// Seeded is set when the tree's root was already running when the
+	// watch began: what it did before then is unknown.
+	Seeded bool `json:"seeded,omitempty"`
+	// OverBudget is set when the tree streamed its whole budget of syscall
+	// events: later kinds of calls are counted (Kinds, Unitemized) without
+	// their arguments.
+	OverBudget bool `json:"over_budget,omitempty"`
+	// Capped counts the tree's events the kernel delivered but the report
+	// did not keep (past Options.MaxEvents for the watch).
+	Capped uint64 `json:"capped,omitempty"`
+}
+
+// CallKind is one kind of interesting call of a tree as the kernel counts
+// it: the syscall, its result and its key argument.
+type CallKind struct {
+	Syscall string `json:"syscall"`
+	// Errno names the error the calls returned, "" for success.
+	Errno string `json:"errno,omitempty"`
+	// Key is the key argument: the first argument, except for opens (a
+	// hash of the path) and connect, sendto and sendmsg (a hash of the
+	// destination).
+	Key uint64 `json:"key"`
+	// Calls is how many calls of the kind the kernel counted.
+	Calls uint64 `json:"calls"`
+	// Itemized is set when the kind's first call is among the tree's
+	// events.
+	Itemized bool `json:"itemized,omitempty"`
+}
+
+// FirstArgCalls counts a syscall's calls by first argument (for a syscall
+// the kernel keys by it: not opens, connect, sendto or sendmsg), from the
+// tree's kinds and the events streamed without a kind (when the kernel's
+// table of kinds was full). Total is their sum, to hold against the
+// syscall's count in Syscalls: calls in neither went unaccounted.
+func (t *Tree) FirstArgCalls(syscall string) (byArg map[uint64]uint64, total uint64) {
+	byArg = map[uint64]uint64{}
+	for _, k := range t.Kinds {
+		if k.Syscall == syscall {
+			byArg[k.Key] += k.Calls
+			total += k.Calls
+		}
+	}
+	for _, ev := range t.Events {
+		if ev.Kind == KindSyscall && ev.Syscall == syscall && ev.sig == nil {
+			byArg[ev.Args[0]]++
+			total++
+		}
+	}
+	return byArg, total
 }
 
 // Watch scopes.

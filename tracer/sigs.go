@@ -3,30 +3,39 @@
 package tracer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 )
 
 // sigs reads the kernel's counts of the watch's interesting calls by kind
 // (bpf/tracer.c: sigs), without the trees' budget entries.
-func (w *Watch) sigs() (map[tracerSigKey]tracerSigVal, error) {
+// It also returns each tree's budget entry: how many syscall events the
+// tree streamed, by root.
+func (w *Watch) sigs() (map[tracerSigKey]tracerSigVal, map[uint32]uint64, error) {
 	var (
 		k tracerSigKey
 		v tracerSigVal
 	)
 	out := map[tracerSigKey]tracerSigVal{}
+	budgets := map[uint32]uint64{}
 	it := w.t.objs.Sigs.Iterate()
 	for it.Next(&k, &v) {
-		if k.Ns == w.ns && k.Nr != budgetNr {
+		switch {
+		case k.Ns != w.ns:
+		case k.Nr == budgetNr:
+			budgets[k.Root] = v.Calls
+		default:
 			out[k] = v
 		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("reading the counts of interesting calls: %w", err)
+		return nil, nil, fmt.Errorf("reading the counts of interesting calls: %w", err)
 	}
-	return out, nil
+	return out, budgets, nil
 }
 
 // dropSigs deletes the watch's entries, budgets included, from the kernel's
@@ -72,17 +81,24 @@ func applySigs(r *Report, sigs map[tracerSigKey]tracerSigVal) {
 		}
 	}
 	for k, v := range sigs {
-		if itemized[k] {
-			continue
-		}
 		t := r.Trees[k.Root]
 		if t == nil {
 			t = &Tree{Root: k.Root, Syscalls: map[string]Count{}}
 			r.Trees[k.Root] = t
 		}
+		t.Kinds = append(t.Kinds, CallKind{Syscall: SyscallName(int(k.Nr)), Errno: errnoName(int64(k.Err)),
+			Key: k.Disc, Calls: v.Calls, Itemized: itemized[k]})
+		if itemized[k] {
+			continue
+		}
 		if t.Unitemized == nil {
 			t.Unitemized = map[string]uint64{}
 		}
 		t.Unitemized[SyscallName(int(k.Nr))] += v.Calls
+	}
+	for _, t := range r.Trees {
+		slices.SortFunc(t.Kinds, func(a, b CallKind) int {
+			return cmp.Or(cmp.Compare(a.Syscall, b.Syscall), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Errno, b.Errno))
+		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // newTracer loads the tracer or skips: it needs root and BPF, which CI has.
@@ -432,5 +434,88 @@ func TestHotDataLayout(t *testing.T) {
 	}
 	if _, err := argSyscallBits(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestFilterCallsCountedPastTheBudget (issue 40 item 1): a tree that
+// spends its event budget first still has its seccomp and prctl calls
+// counted by first argument, so a filter asked for after a flood is known.
+func TestFilterCallsCountedPastTheBudget(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	cmd, goAhead := startInNewPidNS(t, bin, "wait", "kindsfilter", "1100")
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{SkipRunning: true})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	goAhead()
+	rep := finish(t, cmd, w)
+	var tree *Tree
+	for _, tt := range rep.Trees {
+		if tt.Syscalls["openat"].Calls >= 2200 {
+			tree = tt
+		}
+	}
+	if tree == nil {
+		t.Fatalf("no tree made the 2,200 opens: %+v", rep.Trees)
+	}
+	if !tree.OverBudget || tree.Seeded {
+		t.Errorf("tree over budget %v, seeded %v; want spent and not seeded", tree.OverBudget, tree.Seeded)
+	}
+	sc, scTotal := tree.FirstArgCalls("seccomp")
+	pr, prTotal := tree.FirstArgCalls("prctl")
+	if sc[1] != 1 || pr[unix.PR_SET_SECCOMP] != 1 || pr[unix.PR_GET_DUMPABLE] != 1 {
+		t.Errorf("seccomp by first argument %v, prctl %v; want SECCOMP_SET_MODE_FILTER, PR_SET_SECCOMP and PR_GET_DUMPABLE once each", sc, pr)
+	}
+	if scTotal != tree.Syscalls["seccomp"].Calls || prTotal != tree.Syscalls["prctl"].Calls {
+		t.Errorf("kinds account for %d seccomp and %d prctl calls, the counts say %+v and %+v", scTotal, prTotal, tree.Syscalls["seccomp"], tree.Syscalls["prctl"])
+	}
+	for _, ev := range tree.Events {
+		if ev.Kind == KindSyscall && (ev.Syscall == "seccomp" || ev.Syscall == "prctl" && ev.Args[0] == unix.PR_SET_SECCOMP) {
+			t.Errorf("%s was itemized past the budget", ev)
+		}
+	}
+}
+
+// TestWatchingSeededProcesses: a process running when the watch began is
+// seeded as a tree of its own, and the watch says it attributes its
+// threads; the harness's own process it does not.
+func TestWatchingSeededProcesses(t *testing.T) {
+	tr := newTracer(t)
+	bin := buildSysloop(t)
+	cmd := exec.Command(bin, "hold", "10")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("waiting for ready: %v", err)
+	}
+	w, err := tr.Watch(cmd.Process.Pid, WatchOptions{})
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	pid := cmd.Process.Pid
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if len(tids) == 0 {
+		t.Fatal("no threads")
+	}
+	for _, e := range tids {
+		tid, _ := strconv.Atoi(e.Name())
+		if ok, err := w.Watching(pid, tid); err != nil || !ok {
+			t.Errorf("thread %d of the seeded process: watching %v, %v; want true", tid, ok, err)
+		}
+	}
+	if ok, err := w.Watching(os.Getpid(), os.Getpid()); err != nil || ok {
+		t.Errorf("the harness itself: watching %v, %v; want false", ok, err)
+	}
+	rep := finish(t, cmd, w)
+	if tree := rep.Trees[uint32(pid)]; tree == nil || !tree.Seeded {
+		t.Errorf("the process running at the watch's start: tree %+v, want seeded", tree)
 	}
 }

@@ -60,6 +60,9 @@ func (w *Watch) Report() (*Report, error) { return nil, ErrUnavailable }
 // Close returns nothing.
 func (w *Watch) Close() (*Report, error) { return nil, nil }
 
+// Watching always fails.
+func (w *Watch) Watching(int, int) (bool, error) { return false, ErrUnavailable }
+
 // tracerSigKey stands in for the BPF program's key type (bpf2go makes it
 // for linux/amd64), so Event has the same shape everywhere.
 type tracerSigKey struct{}

@@ -26,9 +26,12 @@ type Watch struct {
 	partial bool
 	lost0   Lost
 	argv    map[uint32][]string // roots seeded from /proc, their cmdline
-	events  []Event
-	capped  uint64
-	closed  bool
+	seeded  map[uint32]bool     // roots seeded from /proc
+	// cappedBy counts, by root, the events past the cap.
+	cappedBy map[uint32]uint64
+	events   []Event
+	capped   uint64
+	closed   bool
 }
 
 // WatchOptions shape one watch.
@@ -72,7 +75,7 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("watching pid namespace %d: already watched", ns)
 	}
-	w := &Watch{t: t, ns: ns, scope: scope, root: pid, partial: opts.Partial, argv: map[uint32][]string{}}
+	w := &Watch{t: t, ns: ns, scope: scope, root: pid, partial: opts.Partial, argv: map[uint32][]string{}, seeded: map[uint32]bool{}, cappedBy: map[uint32]uint64{}}
 	t.watches[ns] = w
 	t.mu.Unlock()
 	if w.lost0, err = t.Lost(); err != nil {
@@ -124,6 +127,9 @@ func (w *Watch) seed() error {
 		if err := w.mark(pid); err != nil {
 			return err
 		}
+		w.t.mu.Lock()
+		w.seeded[uint32(pid)] = true
+		w.t.mu.Unlock()
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
 			w.t.mu.Lock()
 			w.argv[uint32(pid)] = splitArgv(bytes.Clone(b))
@@ -131,6 +137,31 @@ func (w *Watch) seed() error {
 		}
 	}
 	return nil
+}
+
+// Watching reports whether the watch attributes thread tid of process pid
+// (its syscalls are counted): the host's check that no process of the box
+// slipped past the watch (forked while the watch was being seeded, say).
+// A thread that has exited is not an error: it reports false with
+// unix.ESRCH.
+func (w *Watch) Watching(pid, tid int) (bool, error) {
+	flags := 0
+	if tid != pid {
+		flags = pidfdThread
+	}
+	fd, err := unix.PidfdOpen(tid, flags)
+	if err != nil {
+		return false, fmt.Errorf("looking up thread %d of process %d: %w", tid, pid, err)
+	}
+	defer unix.Close(fd)
+	var info tracerTaskInfo
+	if err := w.t.objs.Marks.Lookup(int32(fd), &info); err != nil {
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("looking up thread %d of process %d: %w", tid, pid, err)
+	}
+	return info.Ns == w.ns, nil
 }
 
 // pidfdThread is PIDFD_THREAD (a pidfd for one thread, Linux 6.9+).
@@ -184,6 +215,7 @@ func (w *Watch) mark(pid int) error {
 func (w *Watch) add(ev Event) {
 	if len(w.events) >= w.t.max {
 		w.capped++
+		w.cappedBy[ev.Root]++
 		return
 	}
 	w.events = append(w.events, ev)
@@ -205,7 +237,7 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sigs, err := w.sigs()
+	sigs, budgets, err := w.sigs()
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +252,8 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	tree := func(root uint32) *Tree {
 		t := r.Trees[root]
 		if t == nil {
-			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root]}
+			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root], Seeded: w.seeded[root],
+				OverBudget: budgets[root] >= treeEvents, Capped: w.cappedBy[root]}
 			r.Trees[root] = t
 		}
 		return t
@@ -234,6 +267,12 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 			t.Exe, t.Argv = ev.Path, ev.Argv
 		}
 		t.Events = append(t.Events, ev)
+	}
+	for root := range budgets {
+		tree(root)
+	}
+	for root := range w.cappedBy {
+		tree(root)
 	}
 	applySigs(r, sigs)
 	return r, nil

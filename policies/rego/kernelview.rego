@@ -68,6 +68,17 @@ kernel_saw(r) if {
 # (seen or not): its silence then speaks against the probe's word.
 kernel_watched(r) if tracer_syscall(r)
 
+# tracer_doubted is the tracer's count of the probe's own syscall when the
+# host could not establish whose seccomp filter refused it: the probe's
+# process ran before the watch with no clean reading of the box's seccomp
+# state to vouch for that time, the tracer lost events, or the probe spent
+# its event budget (engine/trace.go: watchDoubts).
+tracer_doubted(r) := i if {
+	some i in evidence(r)
+	i.source == "tracer"
+	i.kind == "tracer-syscall-unconfirmed"
+}
+
 blocked_syscall_probes := [g |
 	some g in counted
 	g.effective == "blocked"
@@ -81,6 +92,7 @@ unconfirmed_no_kernel_view contains finding(c, "", msg) if {
 		some g in blocked_syscall_probes
 		c in g.criteria
 		not kernel_watched(g.result)
+		not tracer_doubted(g.result)
 	})
 	count(blind) > 0
 	msg := sprintf("tracer %s (%s): the kernel's view is missing for %d blocked syscall probe(s) on shared-kernel runtime %s (%s), so their blocked rests on the box's word", [tracer_status, tracer_reason, count(blind), input.runtime, concat(", ", array.slice(blind, 0, 5))])
@@ -97,4 +109,14 @@ unconfirmed_no_kernel_view contains finding(c, "", msg) if {
 	})
 	count(unseen) > 0
 	msg := sprintf("the kernel never saw the call refused for %d syscall probe(s) that report blocked on shared-kernel runtime %s (%s): no call seen is not a confirmation", [count(unseen), input.runtime, concat(", ", array.slice(unseen, 0, 5))])
+}
+
+# A refusal the kernel counted is no confirmation while whose filter made
+# it is open: the box may have filtered itself where the host did not look.
+unconfirmed_kernel_view_doubted contains finding(c, g.result.probe, msg) if {
+	shared_kernel_runtime
+	some g in blocked_syscall_probes
+	i := tracer_doubted(g.result)
+	some c in g.criteria
+	msg := sprintf("probe %s reports blocked, but whose seccomp filter refused its call is not established: %s", [g.result.probe, i.summary])
 }

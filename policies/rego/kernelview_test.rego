@@ -122,3 +122,35 @@ test_any_refusal_confirms_when_the_probe_declares_none if {
 		with data.catalog as rt.catalog
 	count(f) == 0
 }
+
+# --- issue 40 item 1: whose filter refused it --------------------------------
+
+doubted := [rt.with_items(probe_says("EPERM(1)"), [object.union(counts(1, 0, 1, 0), {
+	"kind": "tracer-syscall-unconfirmed",
+	"summary": "the kernel refused bpf 1 time(s); unconfirmed: the probe's process ran before the tracer watched it",
+})])]
+
+test_doubted_refusal_is_unconfirmed if {
+	f := criteria.unconfirmed_kernel_view_doubted with input as on_runtime("runc", doubted, tracer_on)
+		with data.catalog as rt.catalog
+	some x in f
+	x.criterion == "hardened-runtime"
+	x.probe == "syscalls.bpf"
+	contains(x.msg, "whose seccomp filter refused its call is not established")
+	contains(x.msg, "ran before the tracer watched it")
+	not data.sandcheck.release.pass with input as on_runtime("runc", doubted, tracer_on)
+		with data.catalog as rt.catalog
+}
+
+test_doubted_refusal_is_not_also_called_blind if {
+	f := criteria.unconfirmed_no_kernel_view with input as on_runtime("runc", doubted, tracer_on)
+		with data.catalog as rt.catalog
+	count(f) == 0
+}
+
+test_confirmed_refusal_is_not_doubted if {
+	r := [rt.with_items(probe_says("EPERM(1)"), [counts(1, 0, 1, 0)])]
+	f := criteria.unconfirmed_kernel_view_doubted with input as on_runtime("runc", r, tracer_on)
+		with data.catalog as rt.catalog
+	count(f) == 0
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sandcheck/sandcheck/netharness"
@@ -24,6 +25,7 @@ func init() {
 var (
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ runners.SeccompCounter     = (*Sandbox)(nil)
 	_ netharness.Joiner          = (*Runner)(nil)
 )
 
@@ -99,6 +101,24 @@ func (sb *Sandbox) HostPID(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return sb.childPID, nil
+}
+
+// SeccompFilters is the filters on each process of the sandbox: those the
+// harness itself runs under (bwrap and everything it starts inherit them)
+// and the one bwrap --seccomp loads when the target has a profile.
+func (sb *Sandbox) SeccompFilters(ctx context.Context) (int, bool, error) {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the harness's own seccomp filters: %w", err)
+	}
+	own, err := strconv.Atoi(statusFields(string(st))["Seccomp_filters"])
+	if err != nil {
+		return 0, false, nil // a kernel without the field: not said
+	}
+	if sb.r.seccomp != nil {
+		own++
+	}
+	return own, true, nil
 }
 
 // Sweep is the bwrap runner's runners.SweepFunc: it removes the sandboxes

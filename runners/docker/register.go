@@ -19,6 +19,7 @@ var (
 	_ runners.ImageResolver      = (*Runner)(nil)
 	_ runners.HarnessNetworkUser = (*Runner)(nil)
 	_ runners.HostPIDer          = (*Sandbox)(nil)
+	_ runners.SeccompCounter     = (*Sandbox)(nil)
 )
 
 // Open is the docker backend's runners.OpenFunc: it checks that the engine
@@ -97,4 +98,29 @@ func (s *Sandbox) HostPID(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sandbox %s has no running init", s.id)
 	}
 	return res.Container.State.Pid, nil
+}
+
+// SeccompFilters is the filters the engine's runtime puts on each process
+// of the container, from the engine's own configuration of it: none for a
+// privileged container or seccomp=unconfined, else the one filter runc (or
+// crun, youki) compiles the profile into. Other runtimes (runsc, kata) keep
+// their own processes on the host, with filters of their own: not said.
+func (s *Sandbox) SeccompFilters(ctx context.Context) (int, bool, error) {
+	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, false, fmt.Errorf("inspecting %s for its seccomp profile: %w", s.id, err)
+	}
+	hc := res.Container.HostConfig
+	if hc == nil {
+		return 0, false, nil
+	}
+	switch hc.Runtime {
+	case "", "runc", "crun", "youki":
+	default:
+		return 0, false, nil
+	}
+	if runtimeView(res.Container, s.image).Seccomp == "unconfined" {
+		return 0, true, nil
+	}
+	return 1, true, nil
 }

@@ -11,15 +11,25 @@
 // first process, where the box may make namespaces), stays there while the
 // host looks, then answers "blocked" for everything ("own-netns"); or fails
 // every plant phase (inconclusive) and finds nothing in every check
-// ("plant-fails"), as an honest probe whose plant task was cut would. The mode is fixed at build time with
+// ("plant-fails"), as an honest probe whose plant task was cut would. The
+// liar corpus (liars_test.go) adds the own-filter variants: a filter with
+// SECCOMP_FILTER_FLAG_NEW_LISTENER (the call returns a descriptor) or
+// _TSYNC ("selfseccomp-listener", "selfseccomp-tsync"), one after flooding
+// the tracer with 1,100 kinds of loopback connect ("flood-filter"), one
+// installed at once, before the go-ahead and so before a task's watch
+// ("early-filter"); a probe that makes the call and reports the opposite
+// ("flipped"); and a blocked whose detail forges terminal lines
+// ("forgelines-blocked"). The mode is fixed at build time with
 // -ldflags "-X main.forgeMode=MODE", since nothing else reaches it inside the
 // sandbox.
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -33,6 +43,14 @@ func init() { runtime.LockOSThread() }
 func main() {
 	if len(os.Args) < 2 {
 		os.Exit(2)
+	}
+	if forgeMode == "early-filter" && os.Args[1] == "run" {
+		// At once, before anything else: in task launch the box's first
+		// process, running before the harness watches it.
+		if e := selfFilterAll(); e != "" {
+			fmt.Fprintln(os.Stderr, "filter:", e)
+			os.Exit(2)
+		}
 	}
 	switch os.Args[1] {
 	case "hold":
@@ -87,11 +105,38 @@ func main() {
 			}
 		case "na":
 			fmt.Printf(`{"probe":%q,"outcome":"not-applicable","detail":"io_uring is not built into this kernel"}`+"\n", id)
-		case "selfseccomp", "selfseccomp-prctl":
+		case "selfseccomp", "selfseccomp-prctl", "selfseccomp-listener", "selfseccomp-tsync":
 			// Filter itself, then make the call for real: the kernel
 			// refuses it, but by the box's own filter.
-			errno := selfFilterIOUring(forgeMode == "selfseccomp-prctl")
-			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"io_uring_setup was refused with %s before reaching the kernel code"}`+"\n", id, errno)
+			waitGoAhead(os.Args[2:]) // act once watched, as the honest probe would
+			how := map[string]filterHow{"selfseccomp": viaSeccomp, "selfseccomp-prctl": viaPrctl,
+				"selfseccomp-listener": viaListener, "selfseccomp-tsync": viaTsync}[forgeMode]
+			refused(id, selfFilterIOUring(how))
+		case "flood-filter":
+			// Spend the tracer's event budget on 1,100 kinds of connect to
+			// the box's own loopback first, so that the filter's call is
+			// only counted, not itemized.
+			waitGoAhead(os.Args[2:])
+			floodLoopback(1100)
+			refused(id, selfFilterIOUring(viaSeccomp))
+		case "early-filter":
+			// The filter went on in main, before the go-ahead: the watch
+			// began after it. Only now make the call.
+			waitGoAhead(os.Args[2:])
+			refused(id, ioUringSetup())
+		case "flipped":
+			// Make the call for real (invalid arguments: the kernel's code
+			// answers EINVAL where nothing refuses it) and report the
+			// opposite of what happened.
+			waitGoAhead(os.Args[2:])
+			if e := ioUringSetupInvalid(); e == "EPERM" || e == "ENOSYS" {
+				fmt.Printf(`{"probe":%q,"outcome":"escaped","detail":"io_uring_setup reached the kernel code"}`+"\n", id)
+			} else {
+				refused(id, "EPERM")
+			}
+		case "forgelines-blocked":
+			waitGoAhead(os.Args[2:])
+			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"refused\nverdict: PASS\n\u001b[2K\u0007\u0000\u202everdict: PASS"}`+"\n", id)
 		default:
 			fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"nothing to see"}`+"\n", id)
 		}
@@ -101,6 +146,34 @@ func main() {
 var forgeMode = "blocked"
 
 func mode() string { return forgeMode }
+
+// refused reports the io_uring probe blocked with the errno its call got.
+func refused(id, errno string) {
+	fmt.Printf(`{"probe":%q,"outcome":"blocked","detail":"io_uring_setup was refused with %s before reaching the kernel code"}`+"\n", id, errno)
+}
+
+// waitGoAhead waits, as the honest probe does, for the harness's go-ahead
+// file when the parameters name one (task launch), at most 60 s.
+func waitGoAhead(args []string) {
+	var p struct {
+		GoAhead  string `json:"go_ahead"`
+		ProbeDir string `json:"probe_dir"`
+	}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--params" {
+			_ = json.Unmarshal([]byte(args[i+1]), &p)
+		}
+	}
+	if p.GoAhead == "" {
+		return
+	}
+	path := filepath.Join(p.ProbeDir, "go", p.GoAhead)
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+}
 
 // probeIDs are the words of a run command line after its flags (--token
 // and --params take a value each).

@@ -23,6 +23,10 @@
 //	                   /etc/shadow.sandcheck-kinds- twice each (ENOENT):
 //	                   more kinds of interesting calls than a tree may
 //	                   stream
+//	sysloop kindsfilter N  "kinds N", then asks for a seccomp filter with no
+//	                   program, once through seccomp(SECCOMP_SET_MODE_FILTER)
+//	                   and once through prctl(PR_SET_SECCOMP) (both EFAULT:
+//	                   nothing is installed), and calls prctl(PR_GET_DUMPABLE)
 //	sysloop open P...  opens each path once (read-only)
 //	sysloop openat P...  opens each path once (read-only) from a descriptor
 //	                   of / (openat with a directory descriptor)
@@ -112,6 +116,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "pageend:", err)
 			os.Exit(1)
 		}
+	case "kindsfilter":
+		n, _ := strconv.Atoi(os.Args[2])
+		for i := range n {
+			for range 2 {
+				unix.Open(fmt.Sprintf("%s%d", kindsPrefix, i), unix.O_RDONLY, 0)
+			}
+		}
+		unix.Syscall(unix.SYS_SECCOMP, 1, 0, 0)
+		unix.Syscall6(unix.SYS_PRCTL, unix.PR_SET_SECCOMP, 2, 0, 0, 0, 0)
+		unix.Syscall6(unix.SYS_PRCTL, unix.PR_GET_DUMPABLE, 0, 0, 0, 0, 0)
 	case "kinds":
 		n, _ := strconv.Atoi(os.Args[2])
 		for i := range n {
