@@ -298,6 +298,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		}
 	}
 	sb.env = process.Environ(r.cfg.Env, spec.Env)
+	if err := sb.KeepLease(spec.ProbeDir, spec.Command); err != nil {
+		return sb, err
+	}
 	cmd, info, block, err := sb.startCommand(process.HolderArgv(spec.Command))
 	if err != nil {
 		return sb, err

@@ -140,6 +140,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
+	if err := sb.KeepLease(spec.ProbeDir, spec.Command); err != nil {
+		return sb, err
+	}
 	sb.First, err = StartProc(sb.command(HolderArgv(spec.Command)))
 	if err != nil {
 		return sb, err
