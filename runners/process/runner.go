@@ -129,6 +129,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if sb.Cgroup, err = NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
+	if err := sb.Cgroup.Record(state); err != nil {
+		return sb, err
+	}
 	var docker client.NetworkAPIClient
 	joined := r.joined.Get()
 	if r.cfg.Network == "harness" && joined == nil {
