@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandcheck/sandcheck/canary"
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/internal/owner"
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/policies"
 	"github.com/sandcheck/sandcheck/probes"
@@ -149,6 +150,12 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 
 	if e.runDir, err = os.MkdirTemp("", "sandcheck-run-"); err != nil {
 		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	// Owned from the start, whatever the runner: the run's reaper sweeps
+	// only the folders that name this process (and a folder without an
+	// owner waited for the next run or sandcheck cleanup).
+	if err := owner.Mark(e.runDir); err != nil {
+		return nil, err
 	}
 	if e.probes, err = deliverProbe(cfg.ProbeBinary, e.runDir); err != nil {
 		return nil, err

@@ -12,3 +12,8 @@ const GoAheadDir = "go"
 
 // ProbeBinary is the probe binary's file name inside the probe directory.
 const ProbeBinary = "sandcheck-probe"
+
+// LeaseFile is the file of the probe directory whose content the harness
+// rewrites while the run that made the sandbox lives (internal/lease); the
+// idle holder (sandcheck-probe hold --lease) ends once it stops changing.
+const LeaseFile = "lease"

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandcheck/sandcheck/internal/lease"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/probes/impl"
 )
@@ -183,6 +184,61 @@ func TestHoldExitsAfterMax(t *testing.T) {
 	out, err := exec.Command(bin, "hold", "--max", "200ms").CombinedOutput()
 	if err != nil || time.Since(start) > 5*time.Second {
 		t.Errorf("hold --max 200ms: %v after %s: %s", err, time.Since(start), out)
+	}
+}
+
+// TestHoldFollowsItsLease (issue 40 item 5): a holder tied to a lease that
+// the harness keeps rewriting (lease.Keep) outlives its TTL many times
+// over, with no --max, and ends within about a TTL once the rewriting
+// stops, as it does when the run's process dies; one whose lease file is
+// missing from the start ends after a TTL too.
+func TestHoldFollowsItsLease(t *testing.T) {
+	bin := buildProbe(t)
+	const ttl = 400 * time.Millisecond
+	dir := t.TempDir()
+	path := filepath.Join(dir, probes.LeaseFile)
+	release, err := lease.Keep(dir, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	var se bytes.Buffer
+	cmd := exec.Command(bin, "hold", "--max", "0", "--lease", path, "--lease-ttl", ttl.String())
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	select {
+	case err := <-done:
+		t.Fatalf("the holder ended while its lease was kept, after less than %s (%v): %s", 10*ttl, err, se.String())
+	case <-time.After(10 * ttl):
+	}
+	release()
+	stopped := time.Now()
+	select {
+	case err := <-done:
+		took := time.Since(stopped)
+		if err != nil || !strings.Contains(se.String(), "did not change") {
+			t.Errorf("the holder whose lease stopped: %v: %s", err, se.String())
+		}
+		if took < ttl/2 {
+			t.Errorf("the holder ended %s after its lease stopped, before its TTL %s", took, ttl)
+		}
+		t.Logf("lease kept for %s: the holder held; lease stopped: it ended %s later (TTL %s)", 10*ttl, took.Round(time.Millisecond), ttl)
+	case <-time.After(10 * ttl):
+		t.Fatalf("the holder still held %s after its lease stopped (TTL %s)", 10*ttl, ttl)
+	}
+
+	start := time.Now()
+	out, err := exec.Command(bin, "hold", "--max", "0", "--lease", filepath.Join(dir, "none"), "--lease-ttl", ttl.String()).CombinedOutput()
+	if took := time.Since(start); err != nil || took < ttl || took > 10*ttl {
+		t.Errorf("hold with a missing lease: %v after %s (TTL %s): %s", err, took, ttl, out)
+	}
+	if out, err := exec.Command(bin, "hold", "--max", "0").CombinedOutput(); err == nil {
+		t.Errorf("hold --max 0 without a lease was accepted: %s", out)
 	}
 }
 

@@ -7,8 +7,10 @@ package main
 // the engine socket for up to their 2 h deadline.
 //
 // At its start a run starts `sandcheck cleanup reap`, its own binary, in a
-// session of its own (a kill of the run's process group does not take it),
-// and keeps the only write end of a pipe whose read end the reaper holds.
+// session of its own (a kill of the run's process group does not take it)
+// and moved to the top cgroup of every hierarchy (a kill of the run's
+// cgroup, as systemd or a CI runner does, does not take it either:
+// reaper_cgroup.go), and keeps the only write end of a pipe whose read end the reaper holds.
 // A run that ends on its own writes "done" and closes it: the reaper exits.
 // When the run dies, the kernel closes the write end: the reaper reads EOF
 // without "done", waits until the run's process is gone, and sweeps that
@@ -43,8 +45,10 @@ const (
 	reaperFD = 3
 	// reaperDone is what a run that ends on its own writes to its reaper.
 	reaperDone = "done"
-	// reaperMaxLife bounds a reaper whatever the run's --timeout: far below
-	// the sandboxes' own 2 h deadline (docker.DefaultMaxLifetime).
+	// reaperMaxLife bounds a reaper whatever the run's --timeout (a run
+	// that outlives it keeps its sandboxes: their holders follow the run's
+	// lease, docker.DefaultLease, and every later run's sweep removes what
+	// a run that died after it left).
 	reaperMaxLife = time.Hour
 	// reaperGrace is how much longer than the run's --timeout a reaper
 	// lives: the run's teardown after its timeout.
@@ -67,6 +71,10 @@ const (
 type reaper struct {
 	w   *os.File
 	cmd *exec.Cmd
+	// cgroups are the cgroups the reaper was moved out of; cgroupErr says
+	// which it could not leave (a kill of one of those takes it too).
+	cgroups   []string
+	cgroupErr error
 }
 
 // reaperLife is how long the reaper of a run bounded by timeout lives.
@@ -105,7 +113,10 @@ func startReaper(outDir string, timeout time.Duration) (*reaper, error) {
 		w.Close()
 		return nil, fmt.Errorf("starting the reaper: %w", err)
 	}
-	return &reaper{w: w, cmd: cmd}, nil
+	// Before this run makes anything: out of the cgroups it shares with
+	// the run, which a cgroup kill of the run ends with it.
+	left, cerr := leaveCgroups(cmd.Process.Pid)
+	return &reaper{w: w, cmd: cmd, cgroups: left, cgroupErr: cerr}, nil
 }
 
 // end tells the reaper the run ended on its own and removed what it made,

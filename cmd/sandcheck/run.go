@@ -116,6 +116,11 @@ harness could not do its job, or a policy or waiver file is malformed.`,
 				cfg.Logger.Warn("no reaper: if this run is killed, what it made stays until `sandcheck cleanup` or the next run", "err", err)
 			} else {
 				defer rp.end()
+				if rp.cgroupErr != nil {
+					cfg.Logger.Warn("the reaper shares a cgroup with this run: a kill of that cgroup (systemd, a CI runner) takes the reaper too, and what the run made stays until `sandcheck cleanup` or the next run (its sandboxes end within their lease)", "err", rp.cgroupErr)
+				} else if len(rp.cgroups) > 0 {
+					cfg.Logger.Debug("the reaper left the run's cgroups", "cgroups", rp.cgroups)
+				}
 			}
 			if pools := tg.PoolNames(); len(pools) > 1 {
 				if named(outs) {

@@ -8,11 +8,25 @@ package owner
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/sandcheck/sandcheck/internal/bounded"
 )
+
+// File, in a folder a run made (a run folder, a sandbox's state folder),
+// names the folder's owner (Mark).
+const File = ".sandcheck-owner"
+
+// Mark records in dir that this process owns it, so that a sweep, the run's
+// reaper's included, knows at once when the process is gone.
+func Mark(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, File), []byte(Self()+"\n"), 0o600); err != nil {
+		return fmt.Errorf("marking folder %s: %w", dir, err)
+	}
+	return nil
+}
 
 // Self is this process's owner string.
 func Self() string {

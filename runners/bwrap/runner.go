@@ -285,6 +285,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if sb.Cgroup, err = process.NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
+	if err := sb.Cgroup.Record(sb.state); err != nil {
+		return sb, err
+	}
 	if r.cfg.Network == "harness" {
 		joined := r.JoinedNetwork()
 		var docker client.NetworkAPIClient
@@ -298,6 +301,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		}
 	}
 	sb.env = process.Environ(r.cfg.Env, spec.Env)
+	if err := sb.KeepLease(spec.ProbeDir, spec.Command); err != nil {
+		return sb, err
+	}
 	cmd, info, block, err := sb.startCommand(process.HolderArgv(spec.Command))
 	if err != nil {
 		return sb, err

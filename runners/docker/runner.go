@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sandcheck/sandcheck/internal/lease"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
 )
@@ -17,9 +18,17 @@ var (
 	_ runners.Waiter           = (*Sandbox)(nil)
 )
 
-// DefaultMaxLifetime bounds how long a sandbox's PID 1 holds before it exits
-// on its own, unless WithMaxLifetime says otherwise.
-const DefaultMaxLifetime = 2 * time.Hour
+// DefaultLease is how long a sandbox's PID 1 (the probe's idle holder)
+// holds once the run that made it stops renewing its lease (internal/lease:
+// the run's process rewrites it every DefaultLease/8 while it lives), unless
+// WithLease says otherwise. A live run keeps its sandboxes however long it
+// runs; a killed run's end within minutes even if its reaper died with it.
+const DefaultLease = lease.TTL
+
+// unownedAge is how old a sandbox without an owner label (from a build
+// before owners were recorded, whose holders had a 2 h bound) must be for a
+// sweep to remove it.
+const unownedAge = 2 * time.Hour
 
 // defaultStartTimeout bounds Start when the spec gives no StartTimeout.
 const defaultStartTimeout = 60 * time.Second
@@ -30,7 +39,8 @@ type Runner struct {
 	image   string
 	cfg     settings
 	log     *slog.Logger
-	maxLife time.Duration
+	maxLife time.Duration // 0: no bound but the lease's
+	lease   time.Duration
 	digest  string // the image digest Open resolved
 	// unconfined is set by Open when the target's network may reach past
 	// the harness's addresses (host, Docker's bridge, a network not marked
@@ -51,13 +61,22 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithMaxLifetime bounds how long each sandbox's PID 1 holds (passed to
-// `sandcheck-probe hold --max`), so a sandbox the harness lost track of ends
-// on its own. Zero or negative keeps DefaultMaxLifetime.
+// WithMaxLifetime bounds how long each sandbox's PID 1 holds whatever its
+// lease (passed to `sandcheck-probe hold --max`, and as LabelDeadline, past
+// which a sweep removes the sandbox even while its run lives). Zero or
+// negative, the default, sets no bound but the lease's.
 func WithMaxLifetime(d time.Duration) Option {
 	return func(r *Runner) {
+		r.maxLife = max(d, 0)
+	}
+}
+
+// WithLease sets how long a sandbox's PID 1 holds once its run stops
+// renewing its lease. Zero or negative keeps DefaultLease.
+func WithLease(d time.Duration) Option {
+	return func(r *Runner) {
 		if d > 0 {
-			r.maxLife = d
+			r.lease = d
 		}
 	}
 }
@@ -73,10 +92,10 @@ func New(cfg targets.Docker, image string, opts ...Option) (*Runner, error) {
 		return nil, fmt.Errorf("docker configuration: %w", err)
 	}
 	r := &Runner{
-		image:   image,
-		cfg:     s,
-		log:     slog.New(slog.DiscardHandler),
-		maxLife: DefaultMaxLifetime,
+		image: image,
+		cfg:   s,
+		log:   slog.New(slog.DiscardHandler),
+		lease: DefaultLease,
 	}
 	for _, o := range opts {
 		o(r)

@@ -31,6 +31,9 @@ type Sandbox struct {
 	// notifications (nil where it cannot: Inspect then has only the
 	// engine's word).
 	oom *oomWatch
+	// release ends this process's hold on the holder's lease (a no-op for
+	// a task sandbox, which has no holder).
+	release func()
 
 	closeMu  sync.Mutex
 	closed   bool // Close removed the container
@@ -57,6 +60,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	if s.release != nil {
+		// Whether or not the removal works: a container the engine
+		// would not remove then ends on its own within its lease.
+		s.release()
+	}
 	if err := remove(ctx, s.cli, s.id); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/internal/lease"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
@@ -41,7 +43,7 @@ func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.S
 	return sb, nil
 }
 
-func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpec) (*Sandbox, error) {
+func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpec) (_ *Sandbox, err error) {
 	if err := checkProbeDir(spec.ProbeDir); err != nil {
 		return nil, err
 	}
@@ -82,12 +84,23 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 	maps.Copy(labels, ownerLabels(r.maxLife))
 
 	sb := &Sandbox{cli: cli, name: name, image: r.image, log: r.log.With("sandbox", name), unconfined: unconfined}
-	entry := []string{probePath, "hold", "--max", r.maxLife.String()}
+	entry := append([]string{probePath, "hold", "--max", r.maxLife.String()}, lease.HolderArgs(r.lease)...)
 	task := len(spec.Command) > 0
 	if task {
 		// A task sandbox: its first process is the task, which may end at
 		// once, so readiness is only "started" and Wait collects the rest.
 		entry = spec.Command
+	} else {
+		// The holder ends once this process stops renewing the lease
+		// (it died): Close releases it.
+		if sb.release, err = lease.Keep(spec.ProbeDir, r.lease); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				sb.release()
+			}
+		}()
 	}
 	cfg := &container.Config{
 		Image:      id,
@@ -106,7 +119,7 @@ func (r *Runner) start(ctx context.Context, name string, spec runners.SandboxSpe
 			return nil, r.startFailed(ctx, cli, name, err)
 		}
 	}
-	sb.recordLayout(ctx, r.maxLife)
+	sb.recordLayout(ctx, cmp.Or(r.maxLife, oomWatchMax))
 	r.log.Debug("sandbox ready", "name", name, "id", sb.id)
 	return sb, nil
 }
@@ -237,6 +250,10 @@ func containerName(name string) string {
 	}
 	return "sandcheck-" + s + "-" + hex.EncodeToString(suffix[:])
 }
+
+// oomWatchMax bounds a sandbox's OOM watch when its holder has no bound but
+// its lease: the watch ends with the container's cgroup or at Close anyway.
+const oomWatchMax = 24 * time.Hour
 
 // cleanupTimeout bounds removal and diagnosis on a fresh context.
 const cleanupTimeout = 30 * time.Second

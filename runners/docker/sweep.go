@@ -24,16 +24,19 @@ const (
 	LabelOwner = "sandcheck.owner"
 	// LabelDeadline is when the sandbox stops itself (RFC 3339): its holder
 	// exits then, and a sweep removes it from then on whatever its owner.
+	// Only a runner made WithMaxLifetime sets it: by default a sandbox
+	// lives while its run does (its holder's lease, DefaultLease).
 	LabelDeadline = "sandcheck.deadline"
 )
 
 // ownerLabels are the sweep labels of a sandbox starting now with holder
-// lifetime maxLife.
+// lifetime maxLife (0: no bound but the lease's).
 func ownerLabels(maxLife time.Duration) map[string]string {
-	return map[string]string{
-		LabelOwner:    selfOwner(),
-		LabelDeadline: time.Now().Add(maxLife).UTC().Format(time.RFC3339),
+	l := map[string]string{LabelOwner: selfOwner()}
+	if maxLife > 0 {
+		l[LabelDeadline] = time.Now().Add(maxLife).UTC().Format(time.RFC3339)
 	}
+	return l
 }
 
 // selfOwner is this process's owner string.
@@ -61,8 +64,8 @@ type SweepOptions struct {
 	// harness lock and the network sweep waits for it, with what holds it.
 	OnLockWait func(holder string)
 	// Unowned is how old a sandbox without an owner label (from a build
-	// before owners were recorded) must be to be swept; default
-	// DefaultMaxLifetime, past which its holder has exited anyway.
+	// before owners were recorded) must be to be swept; default 2 h, past
+	// which such a build's holder has exited anyway.
 	Unowned time.Duration
 	// Owner, if set, confines the sweep to the things of one harness
 	// process (an owner string, SelfOwner): its sandboxes (LabelOwner), the
@@ -97,7 +100,7 @@ func Sweep(ctx context.Context, opts SweepOptions) (removed, kept []string, err 
 		opts.LockWait = 5 * time.Second
 	}
 	if opts.Unowned <= 0 {
-		opts.Unowned = DefaultMaxLifetime
+		opts.Unowned = unownedAge
 	}
 	c, err := engine(ctx)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestDeadReason(t *testing.T) {
 		{map[string]string{}, now, false},
 		{map[string]string{}, now.Add(-3 * time.Hour), true},
 	} {
-		if got := deadReason(c.labels, c.created, DefaultMaxLifetime); (got != "") != c.dead {
+		if got := deadReason(c.labels, c.created, unownedAge); (got != "") != c.dead {
 			t.Errorf("%v created %s: %q", c.labels, c.created, got)
 		}
 	}

@@ -92,6 +92,55 @@ func OpenCgroup(name string) (*Cgroup, error) {
 	return cg, nil
 }
 
+// cgroupFile, in a sandbox's state folder, lists its cgroup's folders, one
+// a line (Record): a sweep from another cgroup (the run's reaper, which
+// leaves the run's, or sandcheck cleanup from another shell) finds them
+// there, not beside its own.
+const cgroupFile = ".sandcheck-cgroup"
+
+// Record writes the cgroup's folders to the state folder state.
+func (cg *Cgroup) Record(state string) error {
+	var b strings.Builder
+	for _, c := range cg.controllers() {
+		if d, ok := cg.dirs[c]; ok {
+			fmt.Fprintf(&b, "%s\t%s\n", c, d)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(state, cgroupFile), []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("recording the sandbox's cgroup: %w", err)
+	}
+	return nil
+}
+
+// OpenRecordedCgroup is the cgroup named name whose folders the state
+// folder state records (Record), or, with no record, OpenCgroup's. Only a
+// folder under the cgroup mounts named name is taken from the record.
+func OpenRecordedCgroup(name, state string) (*Cgroup, error) {
+	b, err := os.ReadFile(filepath.Join(state, cgroupFile))
+	if err != nil || len(b) > maxCgroupTxt {
+		return OpenCgroup(name)
+	}
+	if name == "" || strings.ContainsAny(name, "/.") {
+		return nil, fmt.Errorf("opening cgroup: bad name %q", name)
+	}
+	cg := &Cgroup{dirs: map[string]string{}}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		cg.v2 = true
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		c, d, ok := strings.Cut(line, "\t")
+		if !ok || filepath.Clean(d) != d || filepath.Base(d) != name || !strings.HasPrefix(d, cgroupRoot+"/") ||
+			(c != "" && !strings.HasPrefix(d, filepath.Join(cgroupRoot, c)+"/")) {
+			return nil, fmt.Errorf("opening cgroup %s: %s records %q, not a cgroup of that name", name, cgroupFile, line)
+		}
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			cg.dirs[c] = d
+			cg.made = append(cg.made, d)
+		}
+	}
+	return cg, nil
+}
+
 // cgroupNamed is the cgroup named name beside this process's own: its
 // folder per controller (one on v2), not yet made.
 func cgroupNamed(name string) (*Cgroup, error) {

@@ -9,12 +9,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandcheck/sandcheck/internal/lease"
 	"github.com/sandcheck/sandcheck/netharness"
 	"github.com/sandcheck/sandcheck/runners"
 )
 
-// holdMax bounds the idle holder's life, so a sandbox the harness lost ends.
-const holdMax = 2 * time.Hour
+// HolderLease is how long the idle holder holds once the run that made the
+// sandbox stops renewing its lease (internal/lease): a sandbox lives while
+// its run does, however long, and a killed run's end within minutes, even
+// when its reaper was killed too.
+const HolderLease = lease.TTL
 
 // Host is the host-side machinery of a sandbox whose processes run on the
 // host in a cgroup of its own: its ID, cgroup, network namespace and first
@@ -40,6 +44,9 @@ type Host struct {
 	// it last.
 	Cleanup func() error
 
+	// release ends this process's hold on the holder's lease (KeepLease).
+	release func()
+
 	mu       sync.Mutex
 	closed   bool
 	closeRan bool
@@ -47,12 +54,28 @@ type Host struct {
 }
 
 // HolderArgv is the first process's command: command (a task), or the
-// probe's idle holder when command is empty.
+// probe's idle holder when command is empty, tied to the lease of the
+// sandbox's probe folder (KeepLease) and bounded by nothing else.
 func HolderArgv(command []string) []string {
 	if len(command) > 0 {
 		return command
 	}
-	return []string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", holdMax.String()}
+	return append([]string{runners.ProbeMount + "/" + runners.ProbeBinary, "hold", "--max", "0"}, lease.HolderArgs(HolderLease)...)
+}
+
+// KeepLease renews the lease of probeDir, which the idle holder follows,
+// until Teardown; a task sandbox (command set) has no holder and no lease.
+// Call it before starting the first process.
+func (h *Host) KeepLease(probeDir string, command []string) error {
+	if len(command) > 0 || h.release != nil {
+		return nil
+	}
+	release, err := lease.Keep(probeDir, HolderLease)
+	if err != nil {
+		return err
+	}
+	h.release = release
+	return nil
 }
 
 // CheckHolder fails when the idle holder, just started as the first
@@ -120,6 +143,9 @@ func (h *Host) Close(ctx context.Context) error {
 // processes), the first process (killed and reaped), the network namespace,
 // then whatever Cleanup removes. A failed start calls it directly.
 func (h *Host) Teardown() error {
+	if h.release != nil {
+		h.release()
+	}
 	var errs []error
 	if h.Cgroup != nil {
 		errs = append(errs, h.Cgroup.Remove())

@@ -129,6 +129,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	if sb.Cgroup, err = NewCgroup(sb.SandboxID, r.cfg.Limits); err != nil {
 		return sb, err
 	}
+	if err := sb.Cgroup.Record(state); err != nil {
+		return sb, err
+	}
 	var docker client.NetworkAPIClient
 	joined := r.joined.Get()
 	if r.cfg.Network == "harness" && joined == nil {
@@ -140,6 +143,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	sb.env = Environ(r.cfg.Env, spec.Env)
+	if err := sb.KeepLease(spec.ProbeDir, spec.Command); err != nil {
+		return sb, err
+	}
 	sb.First, err = StartProc(sb.command(HolderArgv(spec.Command)))
 	if err != nil {
 		return sb, err

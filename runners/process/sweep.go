@@ -94,7 +94,7 @@ func sandboxLive(dir, who string) (bool, string) {
 func removeSandbox(id, dir string) ([]string, error) {
 	var removed []string
 	var errs []error
-	cg, err := OpenCgroup(id)
+	cg, err := OpenRecordedCgroup(id, dir)
 	if err != nil {
 		errs = append(errs, err)
 	} else if len(cg.Leftovers()) > 0 {
