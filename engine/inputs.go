@@ -203,8 +203,10 @@ func (in *inputsPath) changes(token string) (changes []string, mine bool, err er
 	return changes, mine, nil
 }
 
-// readRegularNoFollow reads at most max bytes of a regular file, refusing a
-// link in its last component (the folder above is the harness's own).
+// readRegularNoFollow reads at most max+1 bytes of a regular file (one past
+// max tells the caller it was longer), refusing a link in its last
+// component and anything that is not a regular file (a FIFO the box put
+// there). The folders above are the harness's own or the kernel's (/proc).
 func readRegularNoFollow(path string, max int64) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {

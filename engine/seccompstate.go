@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,7 +209,7 @@ func boxTasks(proc string, init int) ([]seccompTask, error) {
 				return nil, fmt.Errorf("the box has more than %d threads: not all were read", maxSeccompTasks)
 			}
 			dir := filepath.Join(proc, strconv.Itoa(pid), "task", te.Name())
-			b, err := readNoFollow(filepath.Join(dir, "status"), statusBytes)
+			b, err := readRegularNoFollow(filepath.Join(dir, "status"), statusBytes)
 			if err != nil {
 				continue // exited
 			}
@@ -220,7 +219,7 @@ func boxTasks(proc string, init int) ([]seccompTask, error) {
 			}
 			t.PID, t.TID = pid, tid
 			out = append(out, t)
-			kids, _ := readNoFollow(filepath.Join(dir, "children"), 64<<10)
+			kids, _ := readRegularNoFollow(filepath.Join(dir, "children"), 64<<10)
 			for _, f := range strings.Fields(string(kids)) {
 				if c, err := strconv.Atoi(f); err == nil && c > 0 {
 					add(c)
@@ -229,18 +228,6 @@ func boxTasks(proc string, init int) ([]seccompTask, error) {
 		}
 	}
 	return out, nil
-}
-
-// readNoFollow reads at most n bytes of a file, refusing a symlink at its
-// last element.
-func readNoFollow(path string, n int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // parseSeccompStatus reads Name, Seccomp and Seccomp_filters from a
