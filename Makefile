@@ -25,8 +25,8 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 # e2e packages share the harness network lock and the Docker engine, so their
 # test binaries run one at a time (scripts/go-test.sh: a lock file; the
-# cluster tests: -p 1); `lint` runs first and, compiling in parallel, warms
-# the build cache for them.
+# cluster tests: -p 1); `make test` runs go vet beside them (its compiles
+# of the packages' test variants are theirs too, shared through the cache).
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # SANDCHECK_BIN is where the e2e specs find the probe binary.
 E2E_ENV = SANDCHECK_BIN=$(abspath $(BIN))
@@ -48,7 +48,7 @@ GO_TEST_FLAGS_PURE ?= -count=1 -timeout 30m
 # over the whole catalog (SANDCHECK_TEST_SIZE, e2e/e2e_test.go smallSize).
 TEST_SIZE_ENV = SANDCHECK_RELEASE_ARCHES=amd64 SANDCHECK_TEST_SIZE=small
 
-.PHONY: help setup setup-run build probe-embed release release-test test-full images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet script-test docs docs-check generate generate-check clean
+.PHONY: help setup setup-run build probe-embed release release-test test-full images run test go-test unit fuzz bench bench-tracer soak matrix lint fmt-check vet lint-quick script-test docs docs-check generate generate-check clean
 .PHONY: cluster-build cluster cluster-down test-cluster test-cluster-stage bench-cluster
 
 help: ## list the targets
@@ -134,7 +134,18 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	stage build $(MAKE) --no-print-directory build images
 	# docs-check reads the catalog from the CLI the build stage just made
 	# rather than linking another one with go run.
-	stage lint $(MAKE) --no-print-directory lint DOCS_CLI=$(BIN)/sandcheck
+	# The lint stage's quick checks (gofmt, the Rego, the generated docs,
+	# the BPF objects: generate-check rewrites tracer/ while it runs, so
+	# nothing compiles beside it) stay here; go vet (minutes of CPU: it
+	# compiles every package's test variant and analyses it) runs in the
+	# background beside the Go tests at nice 10, like the fuzz stage, on
+	# the cycles the host packages leave idle while they wait on
+	# sandboxes; vet-wait prints its output and fails if it failed.
+	stage lint $(MAKE) --no-print-directory lint-quick DOCS_CLI=$(BIN)/sandcheck
+	vet_log=$$(mktemp /tmp/sandcheck-vet.XXXXXX)
+	setsid bash scripts/lowprio.sh 10 $(MAKE) --no-print-directory vet >"$$vet_log" 2>&1 </dev/null &
+	vet_pid=$$!
+	trap 'for p in $$cluster_pid $$download_pid $$fuzz_pid $$vet_pid; do kill -- -$$p 2>/dev/null || true; done; rm -f "$$cluster_log" "$$fuzz_log" "$$vet_log"' EXIT
 	stage script-test $(MAKE) --no-print-directory script-test
 	# The fuzz stage (each parser's target for FUZZTIME, after compiling
 	# its package's whole dependency graph again with coverage counters:
@@ -153,6 +164,13 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 		((rc == 0)) || { echo "=== make test: the fuzz stage failed (exit $$rc, its log above)"; return 1; }
 	}
 	stage fuzz-wait wait_fuzz
+	wait_vet() {
+		local rc=0
+		wait "$$vet_pid" || rc=$$?
+		sed 's/^/  /' "$$vet_log"
+		((rc == 0)) || { echo "=== make test: go vet failed (exit $$rc, its output above)"; return 1; }
+	}
+	stage vet-wait wait_vet
 	wait_build() {
 		wait "$$cluster_pid" || echo "=== make test: the background cluster build failed (its log below); the cluster stage builds again"
 		sed 's/^/  /' "$$cluster_log"
@@ -236,7 +254,9 @@ matrix: setup build images ## run the process, bwrap, runc and runsc references;
 # generate-check needs clang; without it the committed BPF objects are used
 # as they are (CI installs clang, so CI checks them).
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
-lint: fmt-check vet rego-check docs-check $(if $(HAVE_CLANG),generate-check) ## gofmt, go vet, Rego lint, generated-docs drift and (with clang) BPF drift
+lint: lint-quick vet ## gofmt, go vet, Rego lint, generated-docs drift and (with clang) BPF drift
+
+lint-quick: fmt-check rego-check docs-check $(if $(HAVE_CLANG),generate-check) ## lint without go vet (make test runs vet beside the Go tests)
 
 fmt-check: ## fail listing the Go files gofmt would change
 	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l)

@@ -20,6 +20,12 @@ import (
 // command runner has no task launch, so every task is exec'd into one
 // long-lived sandbox (a session platform), and what one task leaves
 // running or in scratch is there for the next.
+// commandSmall is the selection of the command references at the small
+// size (make test; make test-full runs the whole catalog): the families of
+// commandSessionFindings and commandWeakHolds, the privilege family, and
+// metadata (no path fact through this runner: unconfirmed, never blocked).
+const commandSmall = "privilege.*,host.*,secrets.*,persistence.*,metadata.*,resources.s*"
+
 var commandSessionFindings = map[string]bool{
 	"resources.sigterm-ignore":       true,
 	"resources.setsid-daemon":        true,
@@ -59,7 +65,11 @@ func containersNamed(t *testing.T, s string) []string {
 
 func commandRun(t *testing.T, target string) *evidence.Record {
 	t.Helper()
-	r := sandcheck(t, "run", "--target", "fixtures/targets/"+target, "-q")
+	args := []string{"run", "--target", "fixtures/targets/" + target, "-q"}
+	if smallSize(t) {
+		args = append(args, "--probes", commandSmall)
+	}
+	r := sandcheck(t, args...)
 	rec := r.mustRecord(t)
 	if r.code == 2 || len(rec.Errors) > 0 {
 		t.Fatalf("exit %d, harness errors %v\n%s", r.code, rec.Errors, r.stderr)
@@ -68,8 +78,20 @@ func commandRun(t *testing.T, target string) *evidence.Record {
 		t.Errorf("the run left sandboxes on the platform: %v", left)
 	}
 	counts := map[probes.Outcome]int{}
-	for i := range rec.Results {
+	ran := map[string]bool{}
+	for i, res := range rec.Results {
 		counts[rec.Effective(i)]++
+		ran[res.Probe] = true
+	}
+	for id := range commandSessionFindings {
+		if !ran[id] {
+			t.Errorf("%s: session finding %s was not run (commandSmall leaves it out?)", target, id)
+		}
+	}
+	for id := range commandWeakHolds {
+		if !ran[id] {
+			t.Errorf("%s: %s (commandWeakHolds) was not run (commandSmall leaves it out?)", target, id)
+		}
 	}
 	t.Logf("%s: %d results, effective %v, %d sandboxes, start %.1fs", target, len(rec.Results), counts, len(rec.Sandboxes), rec.Timing.SandboxStartSeconds)
 	return rec
