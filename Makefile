@@ -78,8 +78,8 @@ probe-embed: ## rebuild the probes embedded in the CLI (probebin/sandcheck-probe
 		echo "probe-embed: probebin/sandcheck-probe.linux-$$arch.gz ($$(stat -c %s probebin/sandcheck-probe.linux-$$arch.gz) bytes)"
 	done
 
-test-full: release-test ## the tests make test runs at a smaller size, at full size: release-test, and the gateway references over the whole catalog
-	$(E2E_ENV) SANDCHECK_TEST_SIZE=full $(GO) test -count=1 -timeout 40m -v -run '^TestGatewayHardenedAndWeak$$' ./e2e/
+test-full: release-test ## the tests make test runs at a smaller size, at full size: release-test, and the gateway, OpenSandbox and command references over the whole catalog
+	$(E2E_ENV) SANDCHECK_TEST_SIZE=full $(GO) test -count=1 -timeout 60m -v -run '^(TestGatewayHardenedAndWeak|TestOpenSandboxControls|TestCommandRunnerHardened|TestCommandRunnerWeak)$$' ./e2e/
 
 release-test: setup build images ## the release tests at full size: `make release` for amd64 and arm64, every artifact verified, and both embedded probes rebuilt and compared (make test does amd64 only)
 	SANDCHECK_RELEASE_ARCHES="amd64 arm64" $(GO) test -count=1 -timeout 40m -v -run '^TestMakeReleaseVerifies$$' ./internal/releasetest/
