@@ -663,14 +663,15 @@ func (e *Engine) probeParams(token string, ids []string, marker, phase string) p
 
 // probeArgv is the probe binary's command line for one invocation: its
 // token as a word of its own (the tracer finds the invocation's process
-// tree by it), its parameters as one JSON document, then the probes.
+// tree by it) and its parameters as one JSON document that lists the
+// probes too (Params.Probes): six words, whatever the batch.
 func probeArgv(p probes.Params, ids []string) ([]string, error) {
+	p.Probes = ids
 	doc, err := p.Encode()
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run", "--token", p.Token, "--params", doc}
-	return append(argv, ids...), nil
+	return []string{runners.ProbeMount + "/" + runners.ProbeBinary, "run", "--token", p.Token, "--params", doc}, nil
 }
 
 // goAhead lets a waiting task begin: it creates the go-ahead file in the

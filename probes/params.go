@@ -165,6 +165,12 @@ type Params struct {
 	// metadata.wrapper-proxy) send the harness's outside and metadata
 	// addresses through it, beside the direct path the other probes try.
 	WrapperProxy bool `json:"wrapper_proxy,omitempty"`
+	// Probes are the probes this invocation runs, in order (at most
+	// MaxResults). They travel in this one document, never as a
+	// command-line argument each: the command line stays six words
+	// whatever the batch, which every wrapper passes on (firejail refuses
+	// 128 arguments or more).
+	Probes []string `json:"probes,omitempty"`
 }
 
 // BrokerGrant is the grant behind a task's broker token, as the harness

@@ -55,3 +55,19 @@ func ParseParams(doc []byte) (Params, error) {
 	}
 	return p, nil
 }
+
+// ArgvParams reads the parameters of a probe binary's command line (the
+// value after --params), strictly as ParseParams does. ok is false when the
+// command line carries no --params.
+func ArgvParams(argv []string) (p Params, ok bool, err error) {
+	for i, a := range argv {
+		if a == "--params" {
+			if i+1 == len(argv) {
+				return Params{}, true, errors.New("probe parameters: --params has no value")
+			}
+			p, err := ParseParams([]byte(argv[i+1]))
+			return p, true, err
+		}
+	}
+	return Params{}, false, nil
+}

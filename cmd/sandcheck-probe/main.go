@@ -2,7 +2,8 @@
 // inside a sandbox. It is built with CGO_ENABLED=0 and runs in a FROM-scratch
 // image: no libc, no shell.
 //
-//	sandcheck-probe run --token T --params JSON ID...  run probes, one JSON result line each
+//	sandcheck-probe run --token T --params JSON  run the probes JSON lists, one JSON result line each
+//	sandcheck-probe run --token T --params-file F   the same, JSON read from file F
 //	sandcheck-probe list                     print the implemented probe IDs
 //	sandcheck-probe hold [--max 30m]         idle init (PID 1) that reaps zombies
 //	sandcheck-probe child <kind> ...         internal helpers re-executed by probes
@@ -37,8 +38,9 @@ func main() {
 }
 
 const usage = `usage:
-  sandcheck-probe run --token T --params JSON ID [ID...]
-        JSON: {"schema":"sandcheck.dev/probe-params/v1","token":"T",...} (probes.Params); --token repeats its token
+  sandcheck-probe run --token T (--params JSON | --params-file FILE)
+        JSON: {"schema":"sandcheck.dev/probe-params/v1","token":"T","probes":["ID",...],...} (probes.Params);
+        --token repeats its token
   sandcheck-probe list
   sandcheck-probe hold [--max 30m]
 `
@@ -83,15 +85,24 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	doc := fs.String("params", "", "the harness's parameters: one JSON document ("+probes.ParamsSchema+")")
+	file := fs.String("params-file", "", "a file holding the harness's parameters, instead of --params (a wrapper that bounds the length of an argument)")
 	tag := fs.String("token", "", "the parameters' token again, as a word of its own: the host's tracer finds the invocation by it in argv")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *doc == "" {
-		fmt.Fprint(stderr, "sandcheck-probe: run needs --params\n", usage)
+	if (*doc == "") == (*file == "") {
+		fmt.Fprint(stderr, "sandcheck-probe: run needs one of --params and --params-file\n", usage)
 		return 2
 	}
-	p, err := probes.ParseParams([]byte(*doc))
+	raw := []byte(*doc)
+	if *file != "" {
+		var err error
+		if raw, err = readParamsFile(*file); err != nil {
+			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
+			return 2
+		}
+	}
+	p, err := probes.ParseParams(raw)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
 		return 2
@@ -145,9 +156,13 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandcheck-probe: phase must be plant or check, not %q\n", p.Phase)
 		return 2
 	}
-	ids := fs.Args()
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sandcheck-probe: run takes no arguments after its flags (got %q): the probes are the parameters' probes list\n%s", fs.Arg(0), usage)
+		return 2
+	}
+	ids := p.Probes
 	if len(ids) == 0 {
-		fmt.Fprint(stderr, "sandcheck-probe: run needs at least one probe ID\n", usage)
+		fmt.Fprint(stderr, "sandcheck-probe: run needs at least one probe ID in the parameters' probes list\n", usage)
 		return 2
 	}
 	if len(ids) > probes.MaxResults {
@@ -186,6 +201,25 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		return packOutput(stderr, p.OutputDir, packLim)
 	}
 	return 0
+}
+
+// readParamsFile reads a parameters file: a regular file, not a link, of
+// at most probes.MaxParamsBytes (ParseParams refuses one byte more).
+func readParamsFile(name string) ([]byte, error) {
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading the parameters file: %w", &os.PathError{Op: "open", Path: name, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading the parameters file: %s is not a regular file", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, probes.MaxParamsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the parameters file: %w", err)
+	}
+	return b, nil
 }
 
 // packOutput writes the output folder as a framed base64 tar stream.

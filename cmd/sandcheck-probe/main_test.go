@@ -93,25 +93,75 @@ func TestBinary(t *testing.T) {
 	})
 
 	t.Run("usage errors exit 2", func(t *testing.T) {
+		seccomp := []string{"privilege.seccomp"}
+		tooMany := make([]string, probes.MaxResults+1)
+		for i := range tooMany {
+			tooMany[i] = "privilege.seccomp"
+		}
 		for _, args := range [][]string{
-			{"run", "--params", wire(t, probes.Params{}), "host.nope"},
-			{"run", "--params", wire(t, probes.Params{}), "privilege.seccomp", "host.nope"},
+			{"run", "--params", wire(t, probes.Params{Probes: []string{"host.nope"}})},
+			{"run", "--params", wire(t, probes.Params{Probes: []string{"privilege.seccomp", "host.nope"}})},
 			{"run", "--params", wire(t, probes.Params{})},
+			{"run", "--params", wire(t, probes.Params{Probes: tooMany})},
+			// The probes travel in the parameters only: a word after the
+			// flags is refused, alone or beside the list.
+			{"run", "--params", wire(t, probes.Params{}), "privilege.seccomp"},
+			{"run", "--params", wire(t, probes.Params{Probes: seccomp}), "privilege.seccomp"},
 			{"run", "privilege.seccomp"},
 			{"run", "--token", "t", "privilege.seccomp"},
-			{"run", "--params", `{"token":"t"}`, "privilege.seccomp"},
-			{"run", "--params", strings.Replace(wire(t, probes.Params{}), "v1", "v9", 1), "privilege.seccomp"},
-			{"run", "--params", strings.Replace(wire(t, probes.Params{Token: "t"}), `"token"`, `"tokn"`, 1), "privilege.seccomp"},
-			{"run", "--token", "a b", "--params", wire(t, probes.Params{Token: "a b"}), "privilege.seccomp"},
-			{"run", "--token", "t2", "--params", wire(t, probes.Params{Token: "t1"}), "privilege.seccomp"},
-			{"run", "--params", wire(t, probes.Params{Phase: "later"}), "privilege.seccomp"},
-			{"run", "--params", wire(t, probes.Params{OutsideAddr: "example.com"}), "privilege.seccomp"},
+			{"run", "--params", `{"token":"t","probes":["privilege.seccomp"]}`},
+			{"run", "--params", strings.Replace(wire(t, probes.Params{Probes: seccomp}), "v1", "v9", 1)},
+			{"run", "--params", strings.Replace(wire(t, probes.Params{Token: "t", Probes: seccomp}), `"token"`, `"tokn"`, 1)},
+			{"run", "--params", strings.Replace(wire(t, probes.Params{Probes: seccomp}), `"probes"`, `"probe"`, 1)},
+			{"run", "--token", "a b", "--params", wire(t, probes.Params{Token: "a b", Probes: seccomp})},
+			{"run", "--token", "t2", "--params", wire(t, probes.Params{Token: "t1", Probes: seccomp})},
+			{"run", "--params", wire(t, probes.Params{Phase: "later", Probes: seccomp})},
+			{"run", "--params", wire(t, probes.Params{OutsideAddr: "example.com", Probes: seccomp})},
 			{"frobnicate"},
 			{},
 		} {
 			out, stderr, code := run(args...)
 			if code != 2 || out != "" || stderr == "" {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, a message", args, code, out, stderr)
+			}
+		}
+	})
+
+	t.Run("parameters from a file", func(t *testing.T) {
+		dir := t.TempDir()
+		doc := wire(t, probes.Params{Token: "t-file", Probes: []string{"privilege.root-uid", "privilege.seccomp"}})
+		good := filepath.Join(dir, "p.json")
+		if err := os.WriteFile(good, []byte(doc), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := run("run", "--token", "t-file", "--params-file", good)
+		res, err := probes.ParseResults(strings.NewReader(out))
+		if code != 0 || err != nil || len(res) != 2 || res[0].Probe != "privilege.root-uid" || res[1].Probe != "privilege.seccomp" {
+			t.Fatalf("exit %d, results %+v (%v), stderr %s; want the two probes the file lists", code, res, err, stderr)
+		}
+		link := filepath.Join(dir, "link.json")
+		fifo := filepath.Join(dir, "fifo.json")
+		big := filepath.Join(dir, "big.json")
+		if err := os.Symlink(good, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(big, []byte(doc[:len(doc)-1]+strings.Repeat(" ", probes.MaxParamsBytes)+"}"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		for name, args := range map[string][]string{
+			"a link":            {"--params-file", link},
+			"a FIFO":            {"--params-file", fifo},
+			"over the bound":    {"--params-file", big},
+			"missing":           {"--params-file", filepath.Join(dir, "none.json")},
+			"and --params both": {"--params-file", good, "--params", doc},
+			"and a word after":  {"--params-file", good, "privilege.seccomp"},
+		} {
+			out, stderr, code := run(append([]string{"run", "--token", "t-file"}, args...)...)
+			if code != 2 || out != "" || stderr == "" {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2, nothing, a message", name, code, out, stderr)
 			}
 		}
 	})
@@ -130,9 +180,8 @@ func TestBinary(t *testing.T) {
 				ids = append(ids, id)
 			}
 		}
-		args := append([]string{"run", "--token", "t-host", "--params", wire(t, probes.Params{Token: "t-host", Marker: "m-host-check", Phase: "check",
-			ProbeDir: filepath.Dir(bin), MetadataAddr: strings.TrimPrefix(imds.URL, "http://")})}, ids...)
-		out, stderr, code := run(args...)
+		out, stderr, code := run("run", "--token", "t-host", "--params", wire(t, probes.Params{Token: "t-host", Marker: "m-host-check", Phase: "check",
+			ProbeDir: filepath.Dir(bin), MetadataAddr: strings.TrimPrefix(imds.URL, "http://"), Probes: ids}))
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}

@@ -104,7 +104,11 @@ func TestUnconfinedNetworkRefusesNetworkProbeTasks(t *testing.T) {
 		cfg := weak("runc")
 		cfg.Network = network
 		spec, mark := testSpec(t, fakeProbe(t))
-		spec.Command = []string{"/.sandcheck/sandcheck-probe", "run", "--token", "t", netProbe}
+		doc, err := probes.Params{Token: "t", Probes: []string{netProbe}}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Command = []string{"/.sandcheck/sandcheck-probe", "run", "--token", "t", "--params", doc}
 		r, err := New(cfg, testImage)
 		if err != nil {
 			t.Fatal(err)

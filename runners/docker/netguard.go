@@ -58,11 +58,26 @@ var networkProbes = func() map[string]bool {
 	return m
 }()
 
-// checkNetworkArgv refuses an argv that names a network probe.
+// checkNetworkArgv refuses an argv that names a network probe, as a word
+// of its own or in its parameters' probes list (probes.Params.Probes). A
+// --params that does not parse is refused too: what it would run is
+// unknown.
 func checkNetworkArgv(argv []string) error {
 	for _, a := range argv {
 		if networkProbes[a] {
 			return fmt.Errorf("%w: %s", ErrNetworkProbeRefused, a)
+		}
+	}
+	p, ok, err := probes.ArgvParams(argv)
+	if !ok {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNetworkProbeRefused, err)
+	}
+	for _, id := range p.Probes {
+		if networkProbes[id] {
+			return fmt.Errorf("%w: %s", ErrNetworkProbeRefused, id)
 		}
 	}
 	return nil

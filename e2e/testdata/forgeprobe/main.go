@@ -66,7 +66,11 @@ func main() {
 		}
 		fmt.Println("forged")
 	case "run":
-		id := os.Args[len(os.Args)-1]
+		ids := probeIDs(os.Args[2:])
+		if len(ids) == 0 {
+			os.Exit(2)
+		}
+		id := ids[len(ids)-1]
 		switch mode() {
 		case "flood":
 			line := fmt.Sprintf(`{"probe":%q,"outcome":"blocked","detail":%q}`+"\n", id, strings.Repeat("x", 1000))
@@ -179,13 +183,22 @@ func waitGoAhead(args []string) {
 	}
 }
 
-// probeIDs are the words of a run command line after its flags (--token
-// and --params take a value each).
+// probeIDs are the probes of a run command line: its parameters' probes
+// list (probes.Params.Probes, as the harness sends them), or the words after
+// its flags (--token and --params take a value each) of an older harness.
 func probeIDs(args []string) []string {
 	var ids []string
 	for i := 0; i < len(args); i++ {
 		switch {
-		case args[i] == "--token" || args[i] == "--params":
+		case args[i] == "--params" && i+1 < len(args):
+			var p struct {
+				Probes []string `json:"probes"`
+			}
+			if json.Unmarshal([]byte(args[i+1]), &p) == nil && len(p.Probes) > 0 {
+				return p.Probes
+			}
+			i++
+		case args[i] == "--token":
 			i++
 		case strings.HasPrefix(args[i], "--"):
 		default:
