@@ -275,6 +275,9 @@ func TestWrapperThatRunsNothingIsAHarnessError(t *testing.T) {
 	for name, argv := range map[string]string{
 		"true":   `[true, "${ARGV}"]`,
 		"silent": `[sh, -c, ">/dev/null 2>&1 ${ARGV_SHELL}"]`,
+		// A banner, then a failure to run the command (issue 41 item 6):
+		// the banner's bytes are not the probe's list.
+		"banner": `[sh, -c, "echo 'sandbox ready: running your command'; exit 0", "${ARGV_SHELL}"]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "nothing.yaml")

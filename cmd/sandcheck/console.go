@@ -108,13 +108,35 @@ const maxNamedProbes = 5
 const causeDepth = 3
 
 // cause is the innermost causeDepth messages of an error chain: the outer
-// ones name the sandbox or task it happened in, which differ per probe.
+// ones name the sandbox or task it happened in, which differ per probe. A
+// ": " inside a quoted string (a box's or a wrapper's words, %q) is part
+// of that message, not a link of the chain.
 func cause(msg string) string {
-	parts := strings.Split(msg, ": ")
+	parts := splitChain(msg)
 	if len(parts) <= causeDepth {
 		return msg
 	}
 	return strings.Join(parts[len(parts)-causeDepth:], ": ")
+}
+
+// splitChain splits an error chain at each ": " outside double quotes
+// (a backslash escapes the character after it inside them).
+func splitChain(msg string) []string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(msg); i++ {
+		switch c := msg[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ':' && i+1 < len(msg) && msg[i+1] == ' ':
+			parts = append(parts, msg[start:i])
+			start = i + 2
+			i++
+		}
+	}
+	return append(parts, msg[start:])
 }
 
 // volatile matches the parts of an error that name one sandbox rather than

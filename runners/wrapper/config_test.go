@@ -97,3 +97,39 @@ func TestDeclared(t *testing.T) {
 		t.Errorf("declared %+v", d)
 	}
 }
+
+// TestParamsFile: the parameters word becomes a file of the host's probe
+// folder, read-only and written once, named at the box's probe mount; a
+// command without parameters is left alone, and a name already taken (a
+// second writer) is an error, never an overwrite.
+func TestParamsFile(t *testing.T) {
+	src := t.TempDir()
+	sb := &Sandbox{id: "sc-wrap-test", probe: "/run/x/probe", probeSrc: src}
+	doc := `{"schema":"s","probes":["a.b","c.d"]}`
+	got, err := sb.paramsFile([]string{"/run/x/probe/sandcheck-probe", "run", "--token", "t", "--params", doc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/run/x/probe/sandcheck-probe", "run", "--token", "t", "--params-file", "/run/x/probe/params/sc-wrap-test-1.json"}
+	if !slices.Equal(got, want) {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	f := filepath.Join(src, ParamsFolder, "sc-wrap-test-1.json")
+	b, err := os.ReadFile(f)
+	if err != nil || string(b) != doc {
+		t.Errorf("file holds %q (%v), want %q", b, err, doc)
+	}
+	if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o444 {
+		t.Errorf("file mode %v (%v), want 0444", fi.Mode(), err)
+	}
+	list := []string{"/run/x/probe/sandcheck-probe", "list"}
+	if got, err := sb.paramsFile(list); err != nil || !slices.Equal(got, list) {
+		t.Errorf("list: %q %v, want it unchanged", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(src, ParamsFolder, "sc-wrap-test-2.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.paramsFile([]string{"p", "run", "--params", doc}); err == nil {
+		t.Error("a parameters file that already exists was written over")
+	}
+}

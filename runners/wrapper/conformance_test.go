@@ -109,6 +109,11 @@ func TestWrapperThatRunsNothing(t *testing.T) {
 		{[]string{"true", VarArgv}, false},
 		{[]string{"sh", "-c", "exit 0", VarArgvShell}, false},
 		{[]string{"sh", "-c", ">/dev/null " + VarArgvShell}, false},
+		// A banner, then no command run: the banner is not the list.
+		{[]string{"sh", "-c", "echo 'sandbox ready: starting your command'", VarArgvShell}, false},
+		// A banner beside the list is not the list either: the wrapper's
+		// own words would reach every probe's output.
+		{[]string{"sh", "-c", "echo 'wrapper 1.0 (c) someone'; " + VarArgvShell}, false},
 	} {
 		r, err := New(Config{Argv: tc.argv, User: "root", Network: "none"}, ".")
 		if err != nil {

@@ -14,12 +14,17 @@
 // runners.ProbeMount, and the probe folder named in the probe's JSON
 // parameters, are pointed there, since a wrapper shows the box the host's
 // file system (what it hides is its business). A wrapper that moves or
-// hides that folder cannot run the probe: Start's check says so.
+// hides that folder cannot run the probe: Start's check says so. The
+// parameters themselves (the probe list with them) reach the probe as a
+// file of that folder (--params-file), not as an argument: a wrapper may
+// bound an argument's length or the number of arguments (firejail: 4,128
+// bytes, 128 arguments).
 //
 // Start proves the wrapper runs commands: it runs the probe's list through
-// it and wants its output. A wrapper that exits 0 without running the
-// command, or prints nothing, is refused there with one error (a harness
-// error, never a pass).
+// it and wants its output, and only that (one ID-shaped word a line). A
+// wrapper that exits 0 without running the command, prints nothing, or
+// prints words of its own (a banner) is refused there with one error that
+// quotes them (a harness error, never a pass).
 package wrapper
 
 import (
@@ -31,6 +36,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,8 +67,6 @@ const StateRoot = "/run/sandcheck-wrapper"
 // Bounds.
 const (
 	defaultStartTimeout = 60 * time.Second
-	// checkOutput is the least the probe's list prints.
-	checkOutput = 4
 )
 
 // ErrNotRun means the wrapper did not run the command it was given: it
@@ -137,18 +142,20 @@ func (r *Runner) Capabilities() runners.Capabilities {
 // Sandbox is one wrapper sandbox: its folder, cgroup and network
 // namespace. Each Exec is one invocation of the wrapper.
 type Sandbox struct {
-	r       *Runner
-	id      string
-	log     *slog.Logger
-	state   string // StateRoot/<id>
-	probe   string // state/probe: the probe folder, bound read-only
-	workdir string // state/work
-	env     []string
-	cgroup  *process.Cgroup
-	net     *netNamespace
-	task    *process.Proc // the first invocation, with spec.Command
+	r        *Runner
+	id       string
+	log      *slog.Logger
+	state    string // StateRoot/<id>
+	probe    string // state/probe: the probe folder, bound read-only
+	probeSrc string // the host's probe folder (SandboxSpec.ProbeDir), the source of probe
+	workdir  string // state/work
+	env      []string
+	cgroup   *process.Cgroup
+	net      *netNamespace
+	task     *process.Proc // the first invocation, with spec.Command
 
 	mu       sync.Mutex
+	params   int // parameters files written (paramsFile)
 	mounted  bool
 	killed   bool
 	closeRan bool
@@ -181,6 +188,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	sb.log = r.Logger().With("sandbox", sb.id)
 	sb.state = filepath.Join(StateRoot, sb.id)
 	sb.probe = filepath.Join(sb.state, "probe")
+	sb.probeSrc = spec.ProbeDir
 	sb.workdir = filepath.Join(sb.state, "work")
 	defer func() {
 		if err != nil {
@@ -325,12 +333,20 @@ func (sb *Sandbox) check(ctx context.Context) error {
 	out := bytes.TrimSpace(res.Stdout)
 	switch {
 	case res.ExitCode != 0:
-		return fmt.Errorf("checking that the wrapper runs a command: %s %s exited %d: %s", sb.r.cfg.Argv[0], strings.Join(argv, " "), res.ExitCode, excerpt(res.Stderr))
-	case len(out) < checkOutput:
-		return fmt.Errorf("%w: %s exited 0 but the probe's list printed nothing (stdout %q, stderr %s): it dropped the command, or hid the probe folder", ErrNotRun, sb.r.cfg.Argv[0], out, excerpt(res.Stderr))
+		return fmt.Errorf("checking that the wrapper runs a command: %s %s exited %d: stdout %s, stderr %s", sb.r.cfg.Argv[0], strings.Join(argv, " "), res.ExitCode, excerpt(res.Stdout), excerpt(res.Stderr))
+	case len(out) == 0:
+		return fmt.Errorf("%w: %s exited 0 but the probe's list printed nothing (stderr %s): it dropped the command, or hid the probe folder", ErrNotRun, sb.r.cfg.Argv[0], excerpt(res.Stderr))
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !listLine.MatchString(line) {
+			return fmt.Errorf("%w: %s exited 0 but printed what the probe's list does not (%q in stdout %s, stderr %s): a wrapper's own words would be read as the probe's", ErrNotRun, sb.r.cfg.Argv[0], line, excerpt(res.Stdout), excerpt(res.Stderr))
+		}
 	}
 	return nil
 }
+
+// listLine is one line of the probe's list: one probe ID-shaped word.
+var listLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // excerpt is the start of a command's error output, on one line.
 func excerpt(b []byte) string {
@@ -348,7 +364,11 @@ func excerpt(b []byte) string {
 // sandbox's cgroup, nsenter enters its network namespace, setpriv drops to
 // the target's user, and the wrapper runs in ${WORKDIR}.
 func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
-	words, err := expand(sb.r.cfg.Argv, sb.rewrite(argv), sb.workdir, sb.probe)
+	argv, err := sb.paramsFile(sb.rewrite(argv))
+	if err != nil {
+		return nil, err
+	}
+	words, err := expand(sb.r.cfg.Argv, argv, sb.workdir, sb.probe)
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +414,44 @@ func (sb *Sandbox) rewrite(argv []string) []string {
 		out[i] = a
 	}
 	return out
+}
+
+// ParamsFolder is the folder of the probe folder where the wrapper runner
+// writes each invocation's parameters (paramsFile).
+const ParamsFolder = "params"
+
+// paramsFile moves the probe's parameters (the word after --params) into
+// a file of the probe folder and names it with --params-file: a wrapper
+// may bound the length of one argument (firejail: 4,128 bytes) below a
+// whole catalog's parameters. The file is written on the host's side of
+// the read-only bind mount, mode 0444, once (O_EXCL), before the command
+// starts; the box reads it at the probe mount.
+func (sb *Sandbox) paramsFile(argv []string) ([]string, error) {
+	i := slices.Index(argv, "--params")
+	if i < 0 || i+1 == len(argv) {
+		return argv, nil
+	}
+	sb.mu.Lock()
+	sb.params++
+	name := fmt.Sprintf("%s-%d.json", sb.id, sb.params)
+	sb.mu.Unlock()
+	dir := filepath.Join(sb.probeSrc, ParamsFolder)
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("making the parameters folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o444)
+	if err != nil {
+		return nil, fmt.Errorf("writing the probe's parameters: %w", err)
+	}
+	_, err = f.WriteString(argv[i+1])
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the probe's parameters: %w", err)
+	}
+	out := slices.Concat(argv[:i], []string{"--params-file", filepath.Join(sb.probe, ParamsFolder, name)}, argv[i+2:])
+	return out, nil
 }
 
 // expand fills the argv template for one command.
