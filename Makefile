@@ -157,20 +157,16 @@ test: ## everything CI runs: setup, build, lint, script tests, all Go tests incl
 	setsid bash scripts/lowprio.sh 10 $(MAKE) --no-print-directory fuzz >"$$fuzz_log" 2>&1 </dev/null &
 	fuzz_pid=$$!
 	stage go-test $(MAKE) --no-print-directory go-test
-	wait_fuzz() {
+	# wait_bg PID LOG WHAT: a background stage's end; its log, and a
+	# failure if it failed.
+	wait_bg() {
 		local rc=0
-		wait "$$fuzz_pid" || rc=$$?
-		sed 's/^/  /' "$$fuzz_log"
-		((rc == 0)) || { echo "=== make test: the fuzz stage failed (exit $$rc, its log above)"; return 1; }
+		wait "$$1" || rc=$$?
+		sed 's/^/  /' "$$2"
+		((rc == 0)) || { echo "=== make test: $$3 failed (exit $$rc, its log above)"; return 1; }
 	}
-	stage fuzz-wait wait_fuzz
-	wait_vet() {
-		local rc=0
-		wait "$$vet_pid" || rc=$$?
-		sed 's/^/  /' "$$vet_log"
-		((rc == 0)) || { echo "=== make test: go vet failed (exit $$rc, its output above)"; return 1; }
-	}
-	stage vet-wait wait_vet
+	stage fuzz-wait wait_bg "$$fuzz_pid" "$$fuzz_log" "the fuzz stage"
+	stage vet-wait wait_bg "$$vet_pid" "$$vet_log" "go vet"
 	wait_build() {
 		wait "$$cluster_pid" || echo "=== make test: the background cluster build failed (its log below); the cluster stage builds again"
 		sed 's/^/  /' "$$cluster_log"
