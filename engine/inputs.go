@@ -11,9 +11,8 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 	"github.com/sandcheck/sandcheck/targets"
@@ -186,7 +185,7 @@ func (in *inputsPath) changes(token string) (changes []string, mine bool, err er
 			continue
 		}
 		seen[name] = true
-		got, err := readRegularNoFollow(filepath.Join(in.dir, name), inputsMaxRead)
+		got, err := bounded.ReadRegular(filepath.Join(in.dir, name), inputsMaxRead)
 		switch {
 		case err != nil:
 			changes = append(changes, fmt.Sprintf("%s replaced: %v", name, err))
@@ -201,23 +200,6 @@ func (in *inputsPath) changes(token string) (changes []string, mine bool, err er
 		}
 	}
 	return changes, mine, nil
-}
-
-// readRegularNoFollow reads at most max+1 bytes of a regular file (one past
-// max tells the caller it was longer), refusing a link in its last
-// component and anything that is not a regular file (a FIFO the box put
-// there). The folders above are the harness's own or the kernel's (/proc).
-func readRegularNoFollow(path string, max int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is no longer a regular file", filepath.Base(path))
-	}
-	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
 )
@@ -209,7 +210,7 @@ func boxTasks(proc string, init int) ([]seccompTask, error) {
 				return nil, fmt.Errorf("the box has more than %d threads: not all were read", maxSeccompTasks)
 			}
 			dir := filepath.Join(proc, strconv.Itoa(pid), "task", te.Name())
-			b, err := readRegularNoFollow(filepath.Join(dir, "status"), statusBytes)
+			b, err := bounded.ReadRegular(filepath.Join(dir, "status"), statusBytes)
 			if err != nil {
 				continue // exited
 			}
@@ -219,7 +220,7 @@ func boxTasks(proc string, init int) ([]seccompTask, error) {
 			}
 			t.PID, t.TID = pid, tid
 			out = append(out, t)
-			kids, _ := readRegularNoFollow(filepath.Join(dir, "children"), 64<<10)
+			kids, _ := bounded.ReadRegular(filepath.Join(dir, "children"), 64<<10)
 			for _, f := range strings.Fields(string(kids)) {
 				if c, err := strconv.Atoi(f); err == nil && c > 0 {
 					add(c)

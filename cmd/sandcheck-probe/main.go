@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandcheck/sandcheck/internal/bounded"
 	"github.com/sandcheck/sandcheck/output"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/probes/impl"
@@ -97,8 +98,10 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 	raw := []byte(*doc)
 	if *file != "" {
 		var err error
-		if raw, err = readParamsFile(*file); err != nil {
-			fmt.Fprintf(stderr, "sandcheck-probe: %v\n", err)
+		// At most one byte past the bound, which ParseParams refuses; a
+		// link or anything but a regular file is refused here.
+		if raw, err = bounded.ReadRegular(*file, probes.MaxParamsBytes); err != nil {
+			fmt.Fprintf(stderr, "sandcheck-probe: reading the parameters file: %v\n", err)
 			return 2
 		}
 	}
@@ -201,25 +204,6 @@ func runProbes(args []string, stdout, stderr io.Writer) int {
 		return packOutput(stderr, p.OutputDir, packLim)
 	}
 	return 0
-}
-
-// readParamsFile reads a parameters file: a regular file, not a link, of
-// at most probes.MaxParamsBytes (ParseParams refuses one byte more).
-func readParamsFile(name string) ([]byte, error) {
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("reading the parameters file: %w", &os.PathError{Op: "open", Path: name, Err: err})
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("reading the parameters file: %s is not a regular file", name)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, probes.MaxParamsBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the parameters file: %w", err)
-	}
-	return b, nil
 }
 
 // packOutput writes the output folder as a framed base64 tar stream.

@@ -184,26 +184,17 @@ func waitGoAhead(args []string) {
 }
 
 // probeIDs are the probes of a run command line: its parameters' probes
-// list (probes.Params.Probes, as the harness sends them), or the words after
-// its flags (--token and --params take a value each) of an older harness.
+// list (probes.Params.Probes), the one place the harness sends them.
 func probeIDs(args []string) []string {
-	var ids []string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--params" && i+1 < len(args):
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--params" {
 			var p struct {
 				Probes []string `json:"probes"`
 			}
-			if json.Unmarshal([]byte(args[i+1]), &p) == nil && len(p.Probes) > 0 {
+			if json.Unmarshal([]byte(args[i+1]), &p) == nil {
 				return p.Probes
 			}
-			i++
-		case args[i] == "--token":
-			i++
-		case strings.HasPrefix(args[i], "--"):
-		default:
-			ids = append(ids, args[i])
 		}
 	}
-	return ids
+	return nil
 }
