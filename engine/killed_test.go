@@ -52,9 +52,16 @@ func (b *killingBox) Exec(_ context.Context, argv []string) (runners.ExitResult,
 	if b.n == 1 {
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("running probe: %w", &runners.KilledError{Account: "Failed: OOMKilled", OOM: true})
 	}
-	id := argv[len(argv)-1]
-	line, _ := json.Marshal(probes.Result{Probe: id, Outcome: probes.Blocked, Detail: "refused"})
-	return runners.ExitResult{Stdout: append(line, '\n')}, nil
+	p, ok, err := probes.ArgvParams(argv)
+	if err != nil || !ok || len(p.Probes) == 0 {
+		return runners.ExitResult{ExitCode: 2}, fmt.Errorf("no probe list in %q (%v)", argv, err)
+	}
+	var out []byte
+	for _, id := range p.Probes {
+		line, _ := json.Marshal(probes.Result{Probe: id, Outcome: probes.Blocked, Detail: "refused"})
+		out = append(append(out, line...), '\n')
+	}
+	return runners.ExitResult{Stdout: out}, nil
 }
 
 // A sandbox the platform OOM-kills under a probe settles that probe as
