@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,28 +17,34 @@ import (
 	"github.com/sandcheck/sandcheck/probes"
 )
 
-// wrapperCatalogFloor is issue 22's floor for the whole catalog through
-// srt on the 2-core reference machine: a median of at most 60 s.
-const wrapperCatalogFloor = 60.0
+// wrapperCatalogFloor is issue 41's floor for the whole catalog through a
+// wrapper (srt as root and as a user, firejail) on the 2-core reference
+// machine: a median of at most 15 s.
+const wrapperCatalogFloor = 15.0
 
 // BenchmarkWrapperSrtCatalog runs the whole catalog through srt (its
-// defaults as root and as a user) benchRounds times each through the CLI
-// and prints the median wall time beside the floor, the load each round
-// ran under, sandbox start seconds and the wrapper invocations per run
-// (`make bench`). A wrapper start is a Node.js start (about 0.5 s), so
-// the figure is mostly how many invocations the run makes: the shared
-// probes are one batch, one invocation. These references are declared to
-// fail criteria, so exit 1 is expected; a harness error (exit 2), a run
-// with fewer results than the catalog, or a median over the floor fails
-// the benchmark.
+// defaults as root and as a user) and through firejail (its default
+// profile, as root) benchRounds times each through the CLI and prints the
+// median wall time beside the floor, the load each round ran under,
+// sandbox start seconds and the wrapper invocations per run (`make
+// bench`). An srt start is a Node.js start (about 0.5 s), so the figure is
+// mostly how many invocations the run makes: the shared probes are one
+// batch, one invocation, and the runner checks the wrapper once a run.
+// These references are declared to fail criteria, so exit 1 is expected;
+// a harness error (exit 2), a run with fewer results than the catalog, or
+// a median over the floor fails the benchmark.
 func BenchmarkWrapperSrtCatalog(b *testing.B) {
-	for _, target := range []string{"wrapper-srt-root", "wrapper-srt-user"} {
+	for _, target := range []string{"wrapper-srt-root", "wrapper-srt-user", "wrapper-firejail"} {
 		b.Run(target, func(b *testing.B) {
 			if os.Geteuid() != 0 {
 				b.Skip("needs root (the wrapper runner makes cgroups and network namespaces)")
 			}
-			if _, err := exec.LookPath("/opt/sandcheck/srt/node_modules/.bin/srt"); err != nil {
-				b.Fatalf("srt is not installed (make setup installs it): %v", err)
+			wrapper := "/opt/sandcheck/srt/node_modules/.bin/srt"
+			if strings.Contains(target, "firejail") {
+				wrapper = "firejail"
+			}
+			if _, err := exec.LookPath(wrapper); err != nil {
+				b.Fatalf("%s is not installed (make setup installs it): %v", wrapper, err)
 			}
 			bin := os.Getenv("SANDCHECK_BIN")
 			if bin == "" {

@@ -211,7 +211,8 @@ func unitBound(u []probes.Spec) time.Duration {
 
 // runsAlone reports whether a probe must run with no other probe beside
 // it: one that drives its sandbox to a limit the host measures (the OOM
-// killer at the memory or pids limit) within a deadline of its own, and
+// killer at the memory or pids limit the target declares) within a
+// deadline of its own, and
 // one measured against the CPU budget on a runtime whose tasks keep CPU
 // clocks of their own. Other sandboxes competing for the CPU change when,
 // or whether, it gets there: under gVisor a busy CPU let
@@ -225,13 +226,30 @@ func (e *Engine) runsAlone(s probes.Spec) bool {
 		return false
 	}
 	if slices.Contains(s.Host, "runtime:oom") {
-		return true
+		return e.limitDeclared(s)
 	}
 	if slices.Contains(s.Host, "cpu-budget") {
 		c, ok := e.runner.(runners.HostCPUClocker)
 		return !ok || !c.HostCPUClock()
 	}
 	return false
+}
+
+// limitDeclared reports whether the target declares the limit a probe
+// drives its sandbox to (runtime:memory-limit, runtime:pids-limit; a pids
+// probe also stops at the nproc ulimit). With none declared there is no
+// limit for the host to see reached within a deadline: the probe goes to
+// its own bound beside anything, and waiting to run it alone at the run's
+// end only makes the run longer.
+func (e *Engine) limitDeclared(s probes.Spec) bool {
+	d := e.target.DeclaredLimits()
+	switch {
+	case slices.Contains(s.Host, "runtime:memory-limit"):
+		return d.MemoryBytes > 0
+	case slices.Contains(s.Host, "runtime:pids-limit"):
+		return d.Pids > 0 || d.Nproc > 0
+	}
+	return true
 }
 
 // Conclude closes the engine, grades the record with the release policy and

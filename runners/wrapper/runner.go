@@ -82,6 +82,13 @@ type Runner struct {
 	baseDir string
 	id      Identity
 	prog    string // Argv[0] resolved on PATH
+
+	// checked is set once a sandbox's start has seen the wrapper run the
+	// probe's list (check): every later invocation is the same argv, user
+	// and environment, so later starts skip the check (each would be one
+	// more wrapper start, a Node.js start for srt, on every sandbox).
+	checkMu sync.Mutex
+	checked bool
 }
 
 // Option configures a Runner (process.Option: the host-process runners
@@ -163,7 +170,8 @@ type Sandbox struct {
 }
 
 // Start makes the sandbox's folder, cgroup and network namespace, checks
-// that the wrapper runs a command (the probe's list) and, with
+// (at the runner's first start, checkOnce) that the wrapper runs a command
+// (the probe's list) and, with
 // spec.Command, starts the task as the first invocation. Every error wraps
 // runners.ErrStart, and what was made is removed.
 func (r *Runner) Start(ctx context.Context, spec runners.SandboxSpec) (runners.Sandbox, error) {
@@ -205,7 +213,7 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	sb.env = sb.environ(spec.Env)
-	if err := sb.check(ctx); err != nil {
+	if err := sb.checkOnce(ctx); err != nil {
 		return sb, err
 	}
 	if len(spec.Command) > 0 {
@@ -316,6 +324,21 @@ func withoutProxy(env map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// checkOnce runs check unless an earlier start of the runner passed it.
+func (sb *Sandbox) checkOnce(ctx context.Context) error {
+	r := sb.r
+	r.checkMu.Lock()
+	defer r.checkMu.Unlock()
+	if r.checked {
+		return nil
+	}
+	if err := sb.check(ctx); err != nil {
+		return err
+	}
+	r.checked = true
+	return nil
 }
 
 // check runs the probe's list through the wrapper: it must exit 0 and
