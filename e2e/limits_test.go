@@ -107,3 +107,41 @@ func TestCPUBudgetAboveTheProfileMaximum(t *testing.T) {
 		t.Error("the failing criterion does not give the reason")
 	}
 }
+
+// TestSizelessTmpfsIsGraded: a scratch tmpfs without a size (Docker's
+// --tmpfs /scratch, capped only by half the host's memory) validates and
+// runs as Docker runs it; the disk fill reaches its own bound there and
+// bounded-resources fails. Before, the target was refused. The memory
+// limit is raised past the fill's bound: tmpfs pages are charged to the
+// sandbox's memory cgroup, so under the reference's 128 MiB the fill is
+// stopped by the OOM killer instead.
+func TestSizelessTmpfsIsGraded(t *testing.T) {
+	target := editedReference(t, "hardened.yaml", "sizeless-scratch.yaml",
+		edit{"- {path: /scratch, size: 32Mi, nr_inodes: 4096}", "- {path: /scratch}"},
+		edit{"memory: 128Mi", "memory: 1Gi"})
+	if r := sandcheck(t, "targets", "validate", target); r.code != 0 {
+		t.Fatalf("targets validate: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r := sandcheck(t, "run", "--target", target, "--probes", "resources.disk-fill", "-v")
+	t.Logf("sandcheck run:\n%s%s", r.stdout, r.stderr)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: the unbounded scratch fails bounded-resources", r.code)
+	}
+	rec := r.mustRecord(t)
+	var fill *evidence.Result
+	for i := range rec.Results {
+		if rec.Results[i].Probe == "resources.disk-fill" {
+			fill = &rec.Results[i]
+		}
+	}
+	if fill == nil || fill.Outcome != "escaped" || !strings.Contains(fill.Detail, "/scratch") {
+		t.Fatalf("resources.disk-fill: %+v, want escaped in /scratch", fill)
+	}
+	failed := false
+	for _, c := range rec.Verdict.Criteria {
+		failed = failed || (c.ID == "bounded-resources" && c.Status == "fail")
+	}
+	if !failed {
+		t.Errorf("bounded-resources did not fail: %+v", rec.Verdict.Criteria)
+	}
+}

@@ -300,8 +300,11 @@ func (v *validator) checkDocker(d *Docker) {
 		if !filepath.IsAbs(tm.Path) {
 			v.add(p+".path", "must be an absolute path (got %q)", tm.Path)
 		}
-		if _, err := ParseSize(tm.Size); err != nil || tm.Size == "" {
-			v.add(p+".size", "must be a size such as 16Mi (got %q)", tm.Size)
+		// No size is a tmpfs bounded only by the kernel's default (half
+		// the host's memory), as Docker mounts one: run as declared and
+		// graded by the probes, never refused.
+		if n, err := ParseSize(tm.Size); tm.Size != "" && (err != nil || n <= 0) {
+			v.add(p+".size", "must be a size such as 16Mi, or left out for no cap of its own (got %q)", tm.Size)
 		}
 		if tm.NrInodes < 0 {
 			v.add(p+".nr_inodes", "must not be negative")

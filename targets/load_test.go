@@ -108,3 +108,19 @@ func TestEgressProfile(t *testing.T) {
 		}
 	}
 }
+
+// A tmpfs without a size validates (Docker mounts one so; the probes grade
+// it), while one whose size is not a size, or zero, does not.
+func TestSizelessTmpfsValidates(t *testing.T) {
+	base := "schema: sandcheck.dev/target/v1\nname: x\nrunner: docker\nimage: i\nprofile: high-risk-code\ndocker:\n  runtime: runc\n  network: none\n  tmpfs:\n"
+	tg, err := Parse("t.yaml", []byte(base+"    - {path: /work}\n"))
+	if err != nil {
+		t.Fatalf("a size-less tmpfs is refused: %v", err)
+	}
+	if l := tg.DeclaredLimits(); l.TmpfsBytes != 0 {
+		t.Errorf("a size-less tmpfs declares %d bytes, want none", l.TmpfsBytes)
+	}
+	if _, err := Parse("t.yaml", []byte(base+"    - {path: /work, size: \"0\"}\n")); err == nil || !strings.Contains(err.Error(), "$.docker.tmpfs[0].size") {
+		t.Errorf("size 0: %v, want an error naming $.docker.tmpfs[0].size", err)
+	}
+}

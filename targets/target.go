@@ -221,8 +221,11 @@ func (d *Docker) egressProfile() string {
 type Tmpfs struct {
 	// Path is where it is mounted in the sandbox.
 	Path string `yaml:"path"`
-	// Size caps it, e.g. "32Mi".
-	Size string `yaml:"size"`
+	// Size caps it, e.g. "32Mi". Left out, the docker runner mounts it
+	// as Docker does a tmpfs given no size: capped only by the kernel's
+	// default, half the host's memory (the probes grade that; the bwrap
+	// runner requires a size).
+	Size string `yaml:"size,omitempty"`
 	// Exec allows executing files from it (default noexec).
 	Exec bool `yaml:"exec,omitempty"`
 	// NrInodes caps the number of files, folders and links in it; 0 means

@@ -100,15 +100,20 @@ func newSettings(d targets.Docker) (settings, error) {
 		if _, dup := s.tmpfs[p]; dup {
 			bad("tmpfs %s is listed twice", p)
 		}
-		size, err := targets.ParseSize(t.Size)
-		if err != nil || size <= 0 {
-			bad("tmpfs %s: size %q is not a positive size such as 16Mi", p, t.Size)
-		}
 		exec := "noexec"
 		if t.Exec {
 			exec = "exec"
 		}
-		s.tmpfs[p] = fmt.Sprintf("rw,%s,nosuid,nodev,size=%d", exec, size)
+		s.tmpfs[p] = fmt.Sprintf("rw,%s,nosuid,nodev", exec)
+		// No size: the kernel's default cap (half the host's memory), as
+		// Docker mounts a tmpfs given none; the probes grade it.
+		if t.Size != "" {
+			size, err := targets.ParseSize(t.Size)
+			if err != nil || size <= 0 {
+				bad("tmpfs %s: size %q is not a positive size such as 16Mi (or none, for no cap of its own)", p, t.Size)
+			}
+			s.tmpfs[p] += fmt.Sprintf(",size=%d", size)
+		}
 		switch {
 		case t.NrInodes < 0:
 			bad("tmpfs %s: nr_inodes %d is negative", p, t.NrInodes)

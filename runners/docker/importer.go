@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/sandcheck/sandcheck/targets"
@@ -211,7 +212,9 @@ func importResources(d *targets.Docker, hc *container.HostConfig, note func(stri
 
 // tmpfsFrom reads Docker's tmpfs options ("rw,noexec,size=64m").
 func tmpfsFrom(path, opts string, note func(string, ...any)) targets.Tmpfs {
-	t := targets.Tmpfs{Path: path, Exec: true}
+	// Docker mounts every tmpfs noexec, nosuid and nodev unless its
+	// options say otherwise (the daemon's defaults, before the options).
+	t := targets.Tmpfs{Path: path}
 	for _, o := range strings.Split(opts, ",") {
 		k, v, _ := strings.Cut(o, "=")
 		switch k {
@@ -229,9 +232,31 @@ func tmpfsFrom(path, opts string, note func(string, ...any)) targets.Tmpfs {
 		}
 	}
 	if t.Size == "" {
-		note("tmpfs %s has no size: unbounded; sandcheck needs one, so the target will not validate until one is set", path)
+		note("tmpfs %s has no size: capped only by the kernel's default (half the host's memory); imported as is, for the probes to grade", path)
 	}
 	return t
+}
+
+// tmpfsMount reads a tmpfs made through the mount API (--mount
+// type=tmpfs): its size and options as the daemon applies them, after its
+// defaults noexec, nosuid and nodev.
+func tmpfsMount(dest string, mounts []mount.Mount, note func(string, ...any)) targets.Tmpfs {
+	var opts []string
+	for _, m := range mounts {
+		if m.Type != mount.TypeTmpfs || m.Target != dest || m.TmpfsOptions == nil {
+			continue
+		}
+		if m.TmpfsOptions.SizeBytes > 0 {
+			opts = append(opts, "size="+strconv.FormatInt(m.TmpfsOptions.SizeBytes, 10))
+		}
+		if m.TmpfsOptions.Mode != 0 {
+			note("tmpfs %s mode %o: sandcheck mounts its tmpfs with the kernel's default mode", dest, m.TmpfsOptions.Mode)
+		}
+		for _, o := range m.TmpfsOptions.Options {
+			opts = append(opts, strings.Join(o, "="))
+		}
+	}
+	return tmpfsFrom(dest, strings.Join(opts, ","), note)
 }
 
 // importMounts maps the container's mounts as the engine made them.
@@ -248,8 +273,7 @@ func importMounts(d *targets.Docker, in container.InspectResponse, note func(str
 			d.Volumes = append(d.Volumes, targets.Volume{Name: m.Name, Target: m.Destination, ReadOnly: !m.RW})
 		case "tmpfs":
 			if _, ok := in.HostConfig.Tmpfs[m.Destination]; !ok {
-				note("tmpfs mount at %s (mount API): written without a size; set one", m.Destination)
-				d.Tmpfs = append(d.Tmpfs, targets.Tmpfs{Path: m.Destination, Exec: true})
+				d.Tmpfs = append(d.Tmpfs, tmpfsMount(m.Destination, in.HostConfig.Mounts, note))
 			}
 		default:
 			note("%s mount at %s (source %s): sandcheck cannot reproduce it", m.Type, m.Destination, m.Source)
