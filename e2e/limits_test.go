@@ -145,3 +145,39 @@ func TestSizelessTmpfsIsGraded(t *testing.T) {
 		t.Errorf("bounded-resources did not fail: %+v", rec.Verdict.Criteria)
 	}
 }
+
+// TestSizelessTmpfsUnderAMemoryLimit: the same size-less scratch under the
+// reference's 128 MiB memory limit. The tmpfs pages are charged to the
+// sandbox's memory cgroup, so the kernel's OOM killer stops the fill: the
+// probe dies with no report (exit 137), and the host reads the kill in the
+// cgroup's own count, so the fill is contained, in the kernel's words.
+// Before, the result was inconclusive with "exited with code 137:" and no
+// cause.
+func TestSizelessTmpfsUnderAMemoryLimit(t *testing.T) {
+	target := editedReference(t, "hardened.yaml", "sizeless-scratch-128Mi.yaml",
+		edit{"- {path: /scratch, size: 32Mi, nr_inodes: 4096}", "- {path: /scratch}"})
+	r := sandcheck(t, "run", "--target", target, "--probes", "resources.disk-fill", "-v")
+	t.Logf("sandcheck run:\n%s%s", r.stdout, r.stderr)
+	rec := r.mustRecord(t)
+	var fill *evidence.Result
+	for i := range rec.Results {
+		if rec.Results[i].Probe == "resources.disk-fill" {
+			fill = &rec.Results[i]
+		}
+	}
+	if fill == nil {
+		t.Fatal("no resources.disk-fill result")
+	}
+	oom, ok := hostItem(*fill, evidence.SourceRuntime, "oom-killed")
+	if !ok || oom.Indicates != "blocked" {
+		t.Fatalf("resources.disk-fill: %s (%s), no blocked runtime/oom-killed item: %+v", fill.Outcome, fill.Detail, fill.Evidence)
+	}
+	if !strings.Contains(fill.Detail, "killed by SIGKILL") {
+		t.Errorf("detail %q does not name the signal", fill.Detail)
+	}
+	for _, c := range rec.Verdict.Criteria {
+		if c.ID == "bounded-resources" && c.Status != "pass" {
+			t.Errorf("bounded-resources %s, want pass: the memory limit held the fill: %v", c.Status, c.Reasons)
+		}
+	}
+}

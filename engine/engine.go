@@ -540,7 +540,16 @@ func (e *Engine) runTask(ctx context.Context, name string, specs []probes.Spec, 
 		// (batch.go).
 		return cutReports(ids, out, budget), token, sb, nil
 	}
-	return interpretAll(ids, out), token, sb, nil
+	m := interpretAll(ids, out)
+	if len(ids) == 1 && out.ExitCode != 0 && sb.view != nil && sb.view.OOMKilled {
+		// The task was its sandbox's first process, alone in it: the
+		// kernel killing in its memory cgroup killed this probe's work.
+		r := m[ids[0]]
+		r.Items = append(r.Items, evidence.Item{Source: evidence.SourceRuntime, Kind: "oom-killed", Indicates: probes.Blocked,
+			Summary: fmt.Sprintf("the runtime reports the task's sandbox OOM-killed at its memory limit (%d bytes; the probe exited %d): stopped at the sandbox's memory limit", sb.view.MemoryBytes, out.ExitCode)})
+		m[ids[0]] = r
+	}
+	return m, token, sb, nil
 }
 
 // startTask starts a task sandbox whose first process is the probe binary
@@ -570,6 +579,7 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 		return err
 	}
 	e.dialPaths(ctx, s, []probes.Spec{spec}) // netpath.go
+	oom := oomWatch(s.sb)
 	out, err := s.sb.Exec(ectx, argv)
 	if err != nil {
 		if errors.Is(err, runners.ErrExecStuck) {
@@ -606,8 +616,41 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 		return fmt.Errorf("running probe: %w", err)
 	}
 	e.collectOutput(token, []string{spec.ID}, s, out)
-	e.fill(spec, res, interpretAll([]string{spec.ID}, out)[spec.ID], token, s)
+	self := interpretAll([]string{spec.ID}, out)[spec.ID]
+	if it, ok := oom(out); ok {
+		self.Items = append(self.Items, it)
+	}
+	e.fill(spec, res, self, token, s)
 	return nil
+}
+
+// oomWatch reads the sandbox's OOM kill count now (runners.OOMCounter);
+// the func it returns, given the command's exit, is the runtime item
+// saying the kernel killed a process of the sandbox at its memory limit
+// while the command ran, when the count grew and the command did not end
+// well. A count the host cannot read gives nothing.
+func oomWatch(sb runners.Sandbox) func(runners.ExitResult) (evidence.Item, bool) {
+	none := func(runners.ExitResult) (evidence.Item, bool) { return evidence.Item{}, false }
+	c, ok := sb.(runners.OOMCounter)
+	if !ok {
+		return none
+	}
+	before, err := c.OOMKills()
+	if err != nil {
+		return none
+	}
+	return func(out runners.ExitResult) (evidence.Item, bool) {
+		if out.ExitCode == 0 {
+			return evidence.Item{}, false
+		}
+		after, err := c.OOMKills()
+		if err != nil || after <= before {
+			return evidence.Item{}, false
+		}
+		return evidence.Item{Source: evidence.SourceRuntime, Kind: "oom-killed", Indicates: probes.Blocked,
+			Summary: fmt.Sprintf("the kernel's OOM killer killed %d process(es) in the sandbox's memory cgroup while the probe ran (oom_kill %d -> %d; the probe exited %d): stopped at the sandbox's memory limit", after-before, before, after, out.ExitCode),
+			Data:    map[string]string{"oom_kill_before": fmt.Sprint(before), "oom_kill_after": fmt.Sprint(after), "exit_code": fmt.Sprint(out.ExitCode)}}, true
+	}
 }
 
 // setToken records the token probe id ran with in s.

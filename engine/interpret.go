@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sandcheck/sandcheck/evidence"
 	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/runners"
@@ -46,7 +48,7 @@ func interpretAll(ids []string, out runners.ExitResult) map[string]selfReport {
 		return bad("probe output exceeded %d bytes and was cut", runners.MaxOutput)
 	}
 	if out.ExitCode != 0 {
-		return bad("probe exited with code %d: %s", out.ExitCode, tail(out.Stderr, 200))
+		return bad("probe exited with code %d%s: %s", out.ExitCode, exitCause(out.ExitCode), orNoStderr(tail(out.Stderr, 200)))
 	}
 	rs, err := probes.ParseResults(bytes.NewReader(out.Stdout))
 	if err != nil {
@@ -105,4 +107,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// exitCause names the signal of a shell-style exit code past 128 (137 is
+// SIGKILL: the OOM killer's, a watchdog's or anyone's).
+func exitCause(code int) string {
+	if code <= 128 || code > 128+64 {
+		return ""
+	}
+	sig := unix.Signal(code - 128)
+	if name := unix.SignalName(sig); name != "" {
+		return " (killed by " + name + ")"
+	}
+	return fmt.Sprintf(" (killed by signal %d)", code-128)
+}
+
+// orNoStderr says so when the probe printed nothing on stderr.
+func orNoStderr(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "no error output"
+	}
+	return s
 }

@@ -104,6 +104,16 @@ type HostCPUClocker interface {
 	HostCPUClock() bool
 }
 
+// OOMCounter is implemented by sandboxes whose memory cgroup the host can
+// read: how many processes the kernel's OOM killer has killed in it so far
+// (cgroup v1 memory.oom_control oom_kill, v2 memory.events oom_kill). A
+// count that grew across a command says the kernel stopped part of it at
+// the sandbox's memory limit, which the command's own exit (137, no
+// output) cannot tell apart from any SIGKILL.
+type OOMCounter interface {
+	OOMKills() (uint64, error)
+}
+
 // KilledError is what a sandbox's Exec returns when the platform killed the
 // whole sandbox under the command (a platform whose memory limit takes the
 // box's own agent with it): the platform's account of the death, and

@@ -62,3 +62,24 @@ func TestTmpfsWithoutSizeRuns(t *testing.T) {
 		t.Error("a tmpfs of size 0 was accepted")
 	}
 }
+
+// The OOM kill count is read from cgroup v1's memory.oom_control and v2's
+// memory.events; a file without the line, or with a bad count, is no count.
+func TestOOMKillLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    uint64
+		ok   bool
+		fail bool
+	}{
+		{"oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", 3, true, false},
+		{"low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\noom_group_kill 0\n", 2, true, false},
+		{"oom_kill_disable 0\nunder_oom 0\n", 0, false, false},
+		{"oom_kill -1\n", 0, true, true},
+	} {
+		n, ok, err := oomKillLine([]byte(c.in))
+		if n != c.n || ok != c.ok || (err != nil) != c.fail {
+			t.Errorf("%q: %d %v %v, want %d %v error %v", c.in, n, ok, err, c.n, c.ok, c.fail)
+		}
+	}
+}
