@@ -122,6 +122,8 @@ func validateTarget(ctx context.Context, out, errw io.Writer, f, probeBinary str
 
 func importCmd() *cobra.Command {
 	var id, out string
+	var opts docker.ImportOptions
+	var idLabels []string
 	outs := newOutputs([]string{"yaml"}, "yaml")
 	c := &cobra.Command{
 		Use:   "import --container ID [-o yaml=FILE]",
@@ -130,8 +132,14 @@ func importCmd() *cobra.Command {
 target file: every setting it has, none dropped. What sandcheck cannot
 reproduce (the container's command, port bindings, a restart policy, ...) is
 named in the file's header comments and on stderr. A custom seccomp profile is
-written next to the target file (-o yaml=FILE) as seccomp.json. Choose the profile the platform runs the
-sandbox under before running it.`,
+written next to the target file (-o yaml=FILE) as seccomp.json.
+
+A container cannot say what the platform around it does; say it with
+--profile (the profile the platform runs the sandbox under), --launch (exec:
+one long-lived sandbox each task is exec'd into; task: a fresh sandbox per
+task) and --identity-label (each label the platform sets to name the run or
+task, as a template: acme.io/task=${SANDCHECK_TASK}). What is not given is
+assumed (high-risk-code, exec, no identity label) and the file says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if id == "" {
@@ -142,7 +150,17 @@ sandbox under before running it.`,
 			} else if e.File != "" {
 				out = e.File
 			}
-			im, err := docker.Import(cmd.Context(), id)
+			for _, l := range idLabels {
+				k, v, ok := strings.Cut(l, "=")
+				if !ok || k == "" {
+					return harness(fmt.Errorf("--identity-label %q: want KEY=VALUE", l))
+				}
+				if opts.IdentityLabels == nil {
+					opts.IdentityLabels = map[string]string{}
+				}
+				opts.IdentityLabels[k] = v
+			}
+			im, err := docker.Import(cmd.Context(), id, opts)
 			if err != nil {
 				return harness(err)
 			}
@@ -173,6 +191,9 @@ sandbox under before running it.`,
 		},
 	}
 	c.Flags().StringVar(&id, "container", "", "container ID or name")
+	c.Flags().StringVar(&opts.Profile, "profile", "", "the profile the platform runs the sandbox under (default: assume high-risk-code)")
+	c.Flags().StringVar(&opts.Launch, "launch", "", "how the platform hands work to a sandbox: exec or task (default: assume exec)")
+	c.Flags().StringArrayVar(&idLabels, "identity-label", nil, "a label the platform sets per sandbox, as KEY=TEMPLATE with ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET}, ${SANDCHECK_TASK} (repeatable)")
 	addOutputFlag(c.Flags(), outs, "the target file; yaml=FILE writes it to FILE instead of stdout")
 	c.Flags().StringVar(&out, "out", "", "deprecated: use -o yaml=FILE")
 	_ = c.Flags().MarkDeprecated("out", "use -o yaml=FILE (--out goes in the next release)")

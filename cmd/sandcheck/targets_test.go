@@ -116,7 +116,7 @@ func TestImportFromRealContainer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker run: %v: %s", err, out)
 	}
-	im, err := docker.Import(context.Background(), name)
+	im, err := docker.Import(context.Background(), name, docker.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +155,32 @@ func TestImportFromRealContainer(t *testing.T) {
 		}
 	}
 	notes := strings.Join(im.Notes, "\n")
-	for _, want := range []string{"RestartPolicy", "Config.Cmd", "Config.WorkingDir", "label sandcheck.run=forged", "env SANDCHECK_X", "profile:"} {
+	for _, want := range []string{"RestartPolicy", "Config.Cmd", "Config.WorkingDir", "label sandcheck.run=forged", "env SANDCHECK_X", "profile:", "launch: assumed exec", "identity labels: none given"} {
 		if !strings.Contains(notes, want) || !strings.Contains(string(b), want) {
 			t.Errorf("no note naming %s in\n%s", want, b)
 		}
+	}
+	if d.Launch != "exec" || tg.Profile != "high-risk-code" {
+		t.Errorf("assumed launch %q profile %q, want exec and high-risk-code", d.Launch, tg.Profile)
+	}
+	// What the container cannot say, said by the user: written as given,
+	// with no assumption noted.
+	told, err := docker.Import(context.Background(), name, docker.ImportOptions{Profile: "no-network-transform", Launch: "task",
+		IdentityLabels: map[string]string{"acme.io/task": "${SANDCHECK_TASK}", "acme.io/run": "${SANDCHECK_RUN_ID}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := told.Target.Docker
+	if told.Target.Profile != "no-network-transform" || td.Launch != "task" || td.Labels["acme.io/task"] != "${SANDCHECK_TASK}" || td.Labels["acme.io/run"] != "${SANDCHECK_RUN_ID}" {
+		t.Errorf("told import: profile %q launch %q labels %v", told.Target.Profile, td.Launch, td.Labels)
+	}
+	for _, n := range told.Notes {
+		if strings.HasPrefix(n, "profile:") || strings.HasPrefix(n, "launch:") || strings.HasPrefix(n, "identity labels:") {
+			t.Errorf("told import still notes an assumption: %s", n)
+		}
+	}
+	if _, err := docker.Import(context.Background(), name, docker.ImportOptions{Launch: "pooled"}); err == nil || !strings.Contains(err.Error(), `launch "pooled"`) {
+		t.Errorf("--launch pooled: %v, want an error naming it", err)
 	}
 }
 

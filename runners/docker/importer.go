@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -31,9 +32,47 @@ type Imported struct {
 	Notes []string
 }
 
+// ImportOptions are what a container cannot say about the platform that
+// made it, given by the user (sandcheck targets import's flags). Each left
+// empty is assumed, and the assumption is a note.
+type ImportOptions struct {
+	// Profile is the design guide's profile the platform runs the sandbox
+	// under (probes.Profiles); empty assumes high-risk-code, the strictest.
+	Profile string
+	// Launch is how the platform hands it work: "exec" (one long-lived
+	// sandbox, each task exec'd into it) or "task" (each task the first
+	// process of a fresh sandbox); empty assumes exec.
+	Launch string
+	// IdentityLabels are the platform's identity labels as templates
+	// (KEY=VALUE with ${SANDCHECK_RUN_ID}, ${SANDCHECK_TARGET},
+	// ${SANDCHECK_TASK}): labels that name the run and task on each
+	// sandbox, where the container shows only one sandbox's values. They
+	// replace a copied label of the same key.
+	IdentityLabels map[string]string
+}
+
+// check refuses options that name nothing the target can hold.
+func (o ImportOptions) check() error {
+	if o.Profile != "" && !slices.Contains(probes.Profiles, o.Profile) {
+		return fmt.Errorf("profile %q is not one of %v", o.Profile, probes.Profiles)
+	}
+	if o.Launch != "" && o.Launch != "exec" && o.Launch != "task" {
+		return fmt.Errorf("launch %q is not exec or task", o.Launch)
+	}
+	for k := range o.IdentityLabels {
+		if k == "" || k == "sandcheck" || strings.HasPrefix(k, "sandcheck.") {
+			return fmt.Errorf("identity label %q: the sandcheck. prefix is the harness's own", k)
+		}
+	}
+	return nil
+}
+
 // Import reads a container with docker inspect and writes its settings as a
 // target.
-func Import(ctx context.Context, id string) (*Imported, error) {
+func Import(ctx context.Context, id string, opts ImportOptions) (*Imported, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("importing container %s: %w", id, err)
+	}
 	c, err := engine(ctx)
 	if err != nil {
 		return nil, err
@@ -42,13 +81,17 @@ func Import(ctx context.Context, id string) (*Imported, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspecting container %s: %w", id, err)
 	}
-	return FromInspect(res.Container)
+	return FromInspect(res.Container, opts)
 }
 
 var nameChars = regexp.MustCompile(`[^a-z0-9._-]+`)
 
-// FromInspect turns an inspect response into a target.
-func FromInspect(in container.InspectResponse) (*Imported, error) {
+// FromInspect turns an inspect response into a target, with what the
+// options say of the platform.
+func FromInspect(in container.InspectResponse, opts ImportOptions) (*Imported, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("importing container %s: %w", in.ID, err)
+	}
 	if in.Config == nil || in.HostConfig == nil {
 		return nil, fmt.Errorf("container %s: inspect gave no Config or HostConfig", in.ID)
 	}
@@ -64,11 +107,18 @@ func FromInspect(in container.InspectResponse) (*Imported, error) {
 	}
 	im.Target = targets.Target{
 		Schema: targets.Schema, Name: name, Runner: "docker", Image: cfg.Image,
-		Profile:     "high-risk-code",
+		Profile:     opts.Profile,
 		Description: fmt.Sprintf("imported from container %.12s (%s)", in.ID, strings.TrimPrefix(in.Name, "/")),
 	}
-	note("profile: set to high-risk-code; name the profile the platform runs this sandbox under")
-	d := &targets.Docker{Runtime: hc.Runtime, User: cfg.User, Network: string(hc.NetworkMode)}
+	if opts.Profile == "" {
+		im.Target.Profile = "high-risk-code"
+		note("profile: assumed high-risk-code (the strictest); name the profile the platform runs this sandbox under (--profile)")
+	}
+	d := &targets.Docker{Runtime: hc.Runtime, User: cfg.User, Network: string(hc.NetworkMode), Launch: opts.Launch}
+	if opts.Launch == "" {
+		d.Launch = "exec"
+		note("launch: assumed exec (one long-lived sandbox, each task exec'd into it); say --launch task if the platform starts a fresh sandbox per task")
+	}
 	im.Target.Docker = d
 	if d.Runtime == "" {
 		d.Runtime = "runc"
@@ -85,6 +135,15 @@ func FromInspect(in container.InspectResponse) (*Imported, error) {
 	}
 	importEnv(d, cfg.Env, note)
 	importLabels(d, cfg.Labels, note)
+	if len(opts.IdentityLabels) == 0 {
+		note("identity labels: none given; the labels are this one container's values, which name no run or task (--identity-label KEY=${SANDCHECK_TASK} gives the platform's)")
+	}
+	for k, v := range opts.IdentityLabels {
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
+		}
+		d.Labels[k] = v
+	}
 	if cfg.Hostname != "" && !strings.HasPrefix(in.ID, cfg.Hostname) {
 		d.Hostname = cfg.Hostname
 	}
