@@ -45,6 +45,39 @@ func (e *Engine) hostEvidence(spec probes.Spec, token string, s *sandbox, self s
 var dangerousCaps = []string{"SYS_ADMIN", "NET_ADMIN", "NET_RAW", "SYS_PTRACE", "SYS_MODULE",
 	"DAC_READ_SEARCH", "SYS_RAWIO", "BPF", "PERFMON", "SYS_BOOT", "MKNOD", "SYS_TIME", "ALL"}
 
+// capEscapes is, for each probe the runtime view's capabilities speak to
+// (runtime:caps), the added capabilities whose documented power
+// (capabilities(7)) makes that probe's escape; ALL and privileged make
+// every one. Another added capability says nothing of the probe: SYS_MODULE
+// loads kernel code, but a release_agent escape is a cgroup mount, which
+// only SYS_ADMIN allows.
+var capEscapes = map[string][]string{
+	"privilege.dangerous-caps":    dangerousCaps,
+	"host.mknod":                  {"MKNOD"},      // mknod(2) of device nodes
+	"host.kallsyms":               {"SYSLOG"},     // kernel addresses under kptr_restrict=1
+	"host.release-agent":          {"SYS_ADMIN"},  // mount(2) of a cgroup v1 hierarchy
+	"privilege.mount-fs":          {"SYS_ADMIN"},  // mount(2)
+	"privilege.ptrace-other":      {"SYS_PTRACE"}, // ptrace(2) of another user's process
+	"attribution.hostname-change": {"SYS_ADMIN"},  // sethostname(2)
+}
+
+// escapeCaps are the capabilities of v.CapAdd that make probe's escape
+// (capEscapes; a probe not listed takes dangerousCaps).
+func escapeCaps(probe string, add []string) []string {
+	set, ok := capEscapes[probe]
+	if !ok {
+		set = dangerousCaps
+	}
+	var out []string
+	for _, c := range add {
+		n := strings.TrimPrefix(strings.ToUpper(c), "CAP_")
+		if n == "ALL" || slices.Contains(set, n) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // factField is the runtime view's field (its JSON name, as
 // RuntimeView.Unknown lists it) that a runtime fact reads.
 var factField = map[string]string{
@@ -87,19 +120,22 @@ func runtimeFact(fact string, spec probes.Spec, v *runners.RuntimeView) (evidenc
 		}
 	case "caps":
 		it.Summary = fmt.Sprintf("cap_add %v, cap_drop %v", v.CapAdd, v.CapDrop)
-		var bad []string
-		for _, c := range v.CapAdd {
-			if slices.Contains(dangerousCaps, strings.TrimPrefix(strings.ToUpper(c), "CAP_")) {
-				bad = append(bad, c)
-			}
-		}
+		bad := escapeCaps(spec.ID, v.CapAdd)
 		dropAll := slices.ContainsFunc(v.CapDrop, func(c string) bool { return strings.EqualFold(c, "ALL") })
 		switch {
-		case v.Privileged || len(bad) > 0:
+		case v.Privileged:
 			it.Indicates = probes.Escaped
-		case dropAll && len(v.CapAdd) == 0:
+		case len(bad) > 0:
+			it.Summary += fmt.Sprintf("; %s allow(s) what %s tries", strings.Join(bad, ", "), spec.ID)
+			it.Indicates = probes.Escaped
+		case dropAll:
+			// Every capability dropped but those added, none of which
+			// allows what this probe tries.
+			if len(v.CapAdd) > 0 {
+				it.Summary += fmt.Sprintf("; none of them allows what %s tries", spec.ID)
+			}
 			it.Indicates = probes.Blocked
-		case !dropAll && spec.ID == "privilege.dangerous-caps":
+		case spec.ID == "privilege.dangerous-caps":
 			// The engine's default set keeps NET_RAW and MKNOD.
 			it.Summary += "; the runtime's default set keeps NET_RAW and MKNOD"
 			it.Indicates = probes.Escaped
