@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandcheck/sandcheck/evidence"
+	"github.com/sandcheck/sandcheck/probes"
 )
 
 // budgetTarget writes a copy of the hardened reference with another CPU
@@ -179,5 +181,77 @@ func TestSizelessTmpfsUnderAMemoryLimit(t *testing.T) {
 		if c.ID == "bounded-resources" && c.Status != "pass" {
 			t.Errorf("bounded-resources %s, want pass: the memory limit held the fill: %v", c.Status, c.Reasons)
 		}
+	}
+}
+
+// TestWritableHostSubmountsAreSeenAndCleaned: a bind of / read-only and a
+// bind of /dev (as root): Docker's ro is not recursive, so the host's
+// submounts under them (/dev/shm, /var/lib/docker, ...) stay writable.
+// The runtime view names them from the container's own mount table, and
+// the teardown probe's token files planted there are found after the run
+// and removed. Before, the host read "0 writable host folder(s)" and the
+// files stayed on the host.
+func TestWritableHostSubmountsAreSeenAndCleaned(t *testing.T) {
+	for _, c := range []struct{ name, mount, want string }{
+		{"root-ro", "- {source: /, target: /host, read_only: true}", "/host/dev/shm"},
+		{"dev", "- {source: /dev, target: /dev}", "/dev/shm"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := editedReference(t, "hardened.yaml", c.name+".yaml",
+				edit{`user: "65534:65534"`, `user: "0:0"`},
+				edit{"  tmpfs:\n", "  mounts:\n    " + c.mount + "\n  tmpfs:\n"})
+			r := sandcheck(t, "run", "--target", target, "--probes", "teardown.scratch", "-v")
+			t.Logf("sandcheck run:\n%s%s", r.stdout, r.stderr)
+			rec := r.mustRecord(t)
+			if len(rec.Errors) > 0 {
+				t.Fatalf("harness errors: %v", rec.Errors)
+			}
+			named := false
+			var sources []string
+			for _, sb := range rec.Sandboxes {
+				if sb.View == nil {
+					continue
+				}
+				for _, m := range sb.View.Mounts {
+					if !m.ReadOnly && m.Type == "bind" {
+						sources = append(sources, m.Source)
+						named = named || m.Destination == c.want
+					}
+				}
+			}
+			if !named {
+				t.Errorf("the runtime view does not name %s writable: %v", c.want, sources)
+			}
+			var res *evidence.Result
+			for i := range rec.Results {
+				if rec.Results[i].Probe == "teardown.scratch" {
+					res = &rec.Results[i]
+				}
+			}
+			if res == nil {
+				t.Fatal("no teardown.scratch result")
+			}
+			// The probe may take the host's /dev/shm for its own tmpfs; the
+			// host's find after close settles it.
+			failed := false
+			for _, c := range rec.Verdict.Criteria {
+				failed = failed || (c.ID == "verified-teardown" && c.Status == "fail")
+			}
+			if !failed {
+				t.Errorf("verified-teardown did not fail: %+v", rec.Verdict.Criteria)
+			}
+			it, ok := hostItem(*res, evidence.SourceTeardown, "teardown.scratch")
+			if !ok || it.Indicates != "escaped" || !strings.Contains(it.Summary, "/dev/shm/"+probes.TeardownPrefix) {
+				t.Errorf("teardown evidence %+v, want the token file in /dev/shm found", it)
+			}
+			// Nothing of the probe's is left in any writable host folder.
+			for _, dir := range append(sources, "/dev/shm", "/var/lib/docker") {
+				left, _ := filepath.Glob(filepath.Join(dir, probes.TeardownPrefix+"*"))
+				for _, f := range left {
+					t.Errorf("left on the host: %s", f)
+					_ = os.Remove(f)
+				}
+			}
+		})
 	}
 }

@@ -26,6 +26,10 @@ func (s *Sandbox) Inspect(ctx context.Context) (runners.RuntimeView, error) {
 		return runners.RuntimeView{}, fmt.Errorf("inspecting container %s: %w", s.id, err)
 	}
 	v := runtimeView(res.Container, s.image)
+	if len(s.submounts) > 0 {
+		v.Mounts = append(v.Mounts, s.submounts...)
+		slices.SortStableFunc(v.Mounts, func(a, b runners.Mount) int { return strings.Compare(a.Destination, b.Destination) })
+	}
 	if v.State != "" && v.State != "running" && !v.OOMKilled && s.oom != nil {
 		// Only once the sandbox is over: an earlier exec's OOM victim in a
 		// live sandbox must not settle a later probe. The cgroup goes away

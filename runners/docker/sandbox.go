@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/sandcheck/sandcheck/internal/hostmounts"
+	"github.com/sandcheck/sandcheck/runners"
 )
 
 // Sandbox is one running container. Its methods are safe for concurrent use.
@@ -27,6 +32,11 @@ type Sandbox struct {
 	// hostDirs are the writable host folders (binds and volumes) mounted
 	// into the container, where FindResidue looks for planted files.
 	hostDirs []string
+	// submounts are the writable host mounts under the container's binds
+	// that its own mount table shows and the engine's inspect does not (a
+	// read-only bind of / keeps /dev/shm, /var/lib/docker, ... writable:
+	// Docker's ro is not recursive), read when the container started.
+	submounts []runners.Mount
 	// oom follows the container's memory cgroup for the kernel's OOM
 	// notifications (nil where it cannot: Inspect then has only the
 	// engine's word).
@@ -82,12 +92,28 @@ func (s *Sandbox) recordLayout(ctx context.Context, maxLife time.Duration) {
 	if err != nil {
 		return
 	}
+	s.hostDirs = writableHostDirs(res.Container.Mounts)
 	if st := res.Container.State; st != nil && st.Running {
 		if s.oom, err = watchOOM(st.Pid, maxLife); err != nil {
 			s.log.Debug("no OOM watch: the engine's OOMKilled is all there is", "err", err)
 		}
+		// The kernel's table, read before anything of the box has run
+		// (the init is the harness's holder, or the task at its go-ahead).
+		if table, err := hostmounts.OfPID(st.Pid); err != nil {
+			s.log.Debug("no mount table: the engine's mounts are all there is", "err", err)
+		} else {
+			var tmpfs map[string]string
+			if res.Container.HostConfig != nil {
+				tmpfs = res.Container.HostConfig.Tmpfs
+			}
+			s.submounts = hostSubmounts(res.Container.Mounts, tmpfs, table)
+			for _, m := range s.submounts {
+				if fi, err := os.Lstat(m.Source); err == nil && fi.IsDir() && !slices.Contains(s.hostDirs, m.Source) {
+					s.hostDirs = append(s.hostDirs, m.Source)
+				}
+			}
+		}
 	}
-	s.hostDirs = writableHostDirs(res.Container.Mounts)
 	if res.Container.GraphDriver == nil {
 		return
 	}
