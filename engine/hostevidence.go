@@ -205,6 +205,9 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 		if name != "metadata" {
 			what = strings.TrimSpace(h.Transport + " " + h.Local + " " + what)
 		}
+		if h.Via != "" {
+			what += " (" + h.Via + ")"
+		}
 		seen = append(seen, what)
 	}
 	data := map[string]string{"token": token, "remote": hits[0].Remote}
@@ -212,6 +215,20 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 		data["destination"] = e.net.Role(hits[0].Local)
 		data["local"] = hits[0].Local
 	}
+	// The paths the hits came by (canary.Hit.Via; "direct" for none), so
+	// that each path a probe says escaped is held to a hit of its own.
+	var vias []string
+	for _, h := range hits {
+		v := h.Via
+		if v == "" {
+			v = "direct"
+		}
+		if !slices.Contains(vias, v) {
+			vias = append(vias, v)
+		}
+	}
+	slices.Sort(vias)
+	data["via"] = strings.Join(vias, ",")
 	for _, h := range hits {
 		// What the canary saw a request authenticate with (the planted
 		// credential wins), never the secret itself.
