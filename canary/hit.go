@@ -48,7 +48,7 @@ type Hit struct {
 	Probe string `json:"probe,omitempty"`
 	// Via is the path the probe says it sent this by, from the third
 	// segment of its attribution: "via-socks5", "via-connect", "via-get"
-	// through a wrapper's proxy (probes/impl/proxypath.go); empty for the
+	// through a wrapper's proxy (probes/impl/egress_proxypath.go); empty for the
 	// direct path. It tells which path the canary saw, never whether it
 	// was an escape: that is the hit itself.
 	Via string `json:"via,omitempty"`

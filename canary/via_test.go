@@ -51,3 +51,14 @@ func TestSinkRecordsVia(t *testing.T) {
 		}
 	}
 }
+
+// The metadata canary records the path too.
+func TestMetadataRecordsVia(t *testing.T) {
+	m, _ := newTestMetadata(t, MetadataOptions{})
+	do(t, m, "GET", "/latest/meta-data/", map[string]string{TokenHeader: "t1/metadata.aws-imdsv1/via-get"})
+	do(t, m, "GET", "/latest/meta-data/", map[string]string{TokenHeader: "t2/metadata.aws-imdsv1"})
+	hits := m.Recorder().Hits()
+	if len(hits) != 2 || hits[0].Via != "via-get" || hits[0].Probe != "metadata.aws-imdsv1" || hits[1].Via != "" {
+		t.Errorf("hits %+v, want the first via-get, the second direct", hits)
+	}
+}

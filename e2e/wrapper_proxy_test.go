@@ -230,8 +230,8 @@ var srtRoutes = []string{
 // names the paths it came by (the negative control: only the canary makes
 // it an escape, the probe itself says inconclusive); a destination srt
 // denies is refused on every path and no canary sees it, and srt's
-// defaults (as root) refuse every destination on every path (the positive
-// controls).
+// defaults (as root and as a user) refuse every destination on every path
+// (the positive controls).
 func TestWrapperProxyPathEveryProbe(t *testing.T) {
 	requireWrapperTools(t)
 	var sel []string
@@ -239,7 +239,7 @@ func TestWrapperProxyPathEveryProbe(t *testing.T) {
 		sel = append(sel, id)
 	}
 	slices.Sort(sel)
-	for _, target := range []string{"wrapper-srt-allow-ip", "wrapper-srt-root"} {
+	for _, target := range []string{"wrapper-srt-allow-ip", "wrapper-srt-root", "wrapper-srt-user"} {
 		t.Run(target, func(t *testing.T) {
 			r := sandcheck(t, "run", "--target", "fixtures/targets/"+target+".yaml", "--quiet", "--probes", strings.Join(sel, ","))
 			rec := r.mustRecord(t)

@@ -98,7 +98,7 @@ func Run(ctx context.Context, id string, p probes.Params) (probes.Result, error)
 		}()
 		// An egress or metadata probe also tries its destination
 		// through the wrapper's proxies, where the target declares any
-		// (proxypath.go).
+		// (egress_proxypath.go).
 		done <- withProxyPaths(ctx, id, p, f(ctx, p))
 	}()
 	var r probes.Result

@@ -183,7 +183,7 @@ const (
 	noProxyOSB   = "a probe of OpenSandbox's own platform, whose boxes no wrapper proxy filters"
 )
 
-// proxyPlans covers every egress and metadata probe (proxypath_test.go
+// proxyPlans covers every egress and metadata probe (egress_proxypath_test.go
 // checks it against the catalog).
 var proxyPlans = map[string]proxyPlan{
 	"metadata.aws-imdsv1":          {dests: httpDest(metadataHP, http.MethodGet, imdsCredsPath)},
