@@ -286,6 +286,9 @@ func TestWrapperProxyPathEveryProbe(t *testing.T) {
 						t.Errorf("%s: the canary saw the paths %v, want %s among them", res.Probe, vias, v)
 					}
 				}
+				if u := hit.Data["via_unconfirmed"]; u != "" {
+					t.Errorf("%s: the probe says it reached its destination %s, which the canary did not see", res.Probe, u)
+				}
 				if slices.Contains(vias, "direct") {
 					t.Errorf("%s: the canary saw a direct contact, but srt gives the box no route", res.Probe)
 				}
