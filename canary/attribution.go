@@ -19,6 +19,7 @@ const MaxFieldLen = 512
 var (
 	tokenPattern = regexp.MustCompile(`^[A-Za-z0-9._~-]{1,128}$`)
 	probePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,127}$`)
+	viaPattern   = regexp.MustCompile(`^via-[a-z0-9-]{1,28}$`)
 )
 
 // attribute returns the token and probe ID a request carries. The header wins
@@ -57,16 +58,48 @@ func fromAgent(ua string) (token, probe string) {
 	return "", ""
 }
 
-// splitAttribution parses "<token>" or "<token>/<probe-id>".
+// splitAttribution parses "<token>", "<token>/<probe-id>" or
+// "<token>/<probe-id>/<via>" (the path a probe sent it by, see
+// Hit.Via).
 func splitAttribution(v string) (token, probe string) {
-	tok, pr, _ := strings.Cut(v, "/")
+	token, probe, _ = splitVia(v)
+	return token, probe
+}
+
+// splitVia is splitAttribution with the path: "" where the attribution
+// names none (or a malformed one).
+func splitVia(v string) (token, probe, via string) {
+	tok, rest, _ := strings.Cut(v, "/")
 	if !tokenPattern.MatchString(tok) {
-		return "", ""
+		return "", "", ""
 	}
+	pr, via, _ := strings.Cut(rest, "/")
 	if !probePattern.MatchString(pr) {
-		pr = ""
+		return tok, "", ""
 	}
-	return tok, pr
+	if !viaPattern.MatchString(via) {
+		via = ""
+	}
+	return tok, pr, via
+}
+
+// attributedVia is the path a request's attribution names: the header's,
+// else the User-Agent's.
+func attributedVia(r *http.Request) string {
+	if _, _, via := splitVia(r.Header.Get(TokenHeader)); via != "" {
+		return via
+	}
+	ua := r.UserAgent()
+	if len(ua) > MaxFieldLen {
+		ua = ua[:MaxFieldLen]
+	}
+	for _, f := range strings.Fields(ua) {
+		if rest, ok := strings.CutPrefix(f, AgentProduct+"/"); ok {
+			_, _, via := splitVia(rest)
+			return via
+		}
+	}
+	return ""
 }
 
 // clip bounds s to MaxFieldLen bytes without ending in a split UTF-8

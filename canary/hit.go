@@ -46,6 +46,12 @@ type Hit struct {
 	// the request carried no well-formed attribution.
 	Token string `json:"token,omitempty"`
 	Probe string `json:"probe,omitempty"`
+	// Via is the path the probe says it sent this by, from the third
+	// segment of its attribution: "via-socks5", "via-connect", "via-get"
+	// through a wrapper's proxy (probes/impl/egress_proxypath.go); empty for the
+	// direct path. It tells which path the canary saw, never whether it
+	// was an escape: that is the hit itself.
+	Via string `json:"via,omitempty"`
 	// Agent is the User-Agent, which names the client library (an SDK
 	// versus a hand-written request).
 	Agent string `json:"agent,omitempty"`

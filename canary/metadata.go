@@ -131,6 +131,7 @@ func requestHit(r *http.Request, now time.Time, service string, status int) Hit 
 		Local:   localAddr(r),
 		Token:   token,
 		Probe:   probe,
+		Via:     attributedVia(r),
 		Agent:   clip(r.UserAgent()),
 		Status:  status,
 	}

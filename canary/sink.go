@@ -158,6 +158,7 @@ func (s *Sink) serveConn(c net.Conn) {
 	}
 	line, _ := br.ReadSlice('\n')
 	hit.Token, hit.Probe = parseHello(line)
+	hit.Via = helloVia(line)
 	if hit.Token != "" {
 		hit.Method = "HELLO"
 	}
@@ -182,6 +183,7 @@ func (s *Sink) serveHTTP(c net.Conn, br *bufio.Reader, hit Hit) {
 	}
 	hit.Method, hit.Path, hit.Agent = clip(req.Method), clip(req.URL.RequestURI()), clip(req.UserAgent())
 	hit.Token, hit.Probe = attribute(req)
+	hit.Via = attributedVia(req)
 	status, body, extra := http.StatusOK, SinkReply+s.role+"\n", ""
 	if req.URL.Path == RedirectPath && s.redirectTo != "" {
 		status, body, extra = http.StatusFound, "", "Location: "+s.redirectTo+"\r\n"
@@ -210,6 +212,16 @@ func parseHello(b []byte) (token, probe string) {
 		return "", ""
 	}
 	return splitAttribution(strings.TrimSpace(rest))
+}
+
+// helloVia is the path a hello line names (Hit.Via).
+func helloVia(b []byte) string {
+	rest, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), SinkHello)
+	if !ok {
+		return ""
+	}
+	_, _, via := splitVia(strings.TrimSpace(rest))
+	return via
 }
 
 // ServeUDP listens on addr (IPv4 host:port), records every datagram and

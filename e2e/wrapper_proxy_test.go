@@ -196,3 +196,106 @@ func TestWrapperProxyReachesOnlyHarness(t *testing.T) {
 		}
 	}
 }
+
+// proxyPathProbes are probes of the egress and metadata families whose
+// destinations srt-allow-ip's allow-list permits (the outside address and
+// the metadata address, as IP literals) and denies (the ECS endpoint, the
+// package mirror), each tried directly and through srt's proxies.
+var proxyPathProbes = map[string]struct {
+	allowed bool
+	canary  string // the canary item kind of a confirmed hit
+}{
+	"egress.tcp-ports":       {true, "sink-hit"},
+	"egress.websocket":       {true, "sink-hit"},
+	"metadata.aws-imdsv1":    {true, "metadata-hit"},
+	"metadata.gcp":           {true, "metadata-hit"},
+	"metadata.ecs-task-role": {false, "metadata-hit"},
+	"egress.package-mirror":  {false, "sink-hit"},
+}
+
+// srtRoutes are the paths through srt's proxies every probe above tries:
+// the target declares them (proxies:), srt names them in the box.
+var srtRoutes = []string{
+	"via-get 127.0.0.1:3128 (HTTP_PROXY,http_proxy)",
+	"via-connect 127.0.0.1:3128 (HTTP_PROXY,http_proxy,HTTPS_PROXY,https_proxy,ALL_PROXY,all_proxy)",
+	"via-socks5 127.0.0.1:3128 (ALL_PROXY,all_proxy)",
+	"via-socks5 127.0.0.1:1080 (FTP_PROXY,ftp_proxy)",
+}
+
+// TestWrapperProxyPathEveryProbe holds the egress and metadata probes to
+// the proxy path through srt: with srt allowing two IP literals, a
+// destination it allows is reached directly by nothing (srt gives the box
+// no route) but through its HTTP proxy and its SOCKS5 proxy, the probe
+// says so path by path, and the canary's record of the probe's token
+// names the paths it came by (the negative control: only the canary makes
+// it an escape, the probe itself says inconclusive); a destination srt
+// denies is refused on every path and no canary sees it, and srt's
+// defaults (as root and as a user) refuse every destination on every path
+// (the positive controls).
+func TestWrapperProxyPathEveryProbe(t *testing.T) {
+	requireWrapperTools(t)
+	var sel []string
+	for id := range proxyPathProbes {
+		sel = append(sel, id)
+	}
+	slices.Sort(sel)
+	for _, target := range []string{"wrapper-srt-allow-ip", "wrapper-srt-root", "wrapper-srt-user"} {
+		t.Run(target, func(t *testing.T) {
+			r := sandcheck(t, "run", "--target", "fixtures/targets/"+target+".yaml", "--quiet", "--probes", strings.Join(sel, ","))
+			rec := r.mustRecord(t)
+			if len(rec.Errors) > 0 {
+				t.Fatalf("harness errors: %v", rec.Errors)
+			}
+			if len(rec.Results) != len(sel) {
+				t.Fatalf("%d results, want %d", len(rec.Results), len(sel))
+			}
+			for i, res := range rec.Results {
+				want, ok := proxyPathProbes[res.Probe]
+				if !ok {
+					t.Fatalf("result for unselected %s", res.Probe)
+				}
+				self, ok := hostItem(res, evidence.SourceProbe, "self-report")
+				paths := self.Data["paths"]
+				if !ok || !strings.HasPrefix(paths, "direct: blocked; ") {
+					t.Errorf("%s: paths %q, want the direct path blocked first", res.Probe, paths)
+				}
+				allowed := want.allowed && target == "wrapper-srt-allow-ip"
+				word := map[bool]string{true: "reached", false: "refused"}[allowed]
+				for _, route := range srtRoutes {
+					if !strings.Contains(paths, route+": "+word) {
+						t.Errorf("%s: paths %q, want %q %s", res.Probe, paths, route, word)
+					}
+				}
+				hit, confirmed := hostItem(res, evidence.SourceCanary, want.canary)
+				eff := rec.Effective(i)
+				if !allowed {
+					// Blocked, or unconfirmed: no host path fact of a
+					// wrapper's namespace confirms a block (netpath-none).
+					if res.Outcome != probes.Blocked || eff != probes.Blocked && eff != evidence.Unconfirmed || confirmed {
+						t.Errorf("%s: %s (effective %s, canary hit %t): %s; want blocked on every path", res.Probe, res.Outcome, eff, confirmed, res.Detail)
+					}
+					continue
+				}
+				if res.Outcome != probes.Inconclusive || eff != probes.Escaped || !confirmed || hit.Indicates != probes.Escaped {
+					t.Errorf("%s: %s (effective %s, canary %s %t): %s; want the probe's inconclusive made an escape by the canary", res.Probe, res.Outcome, eff, want.canary, confirmed, res.Detail)
+					continue
+				}
+				vias := strings.Split(hit.Data["via"], ",")
+				for _, v := range []string{"via-connect", "via-get", "via-socks5"} {
+					if !slices.Contains(vias, v) {
+						t.Errorf("%s: the canary saw the paths %v, want %s among them", res.Probe, vias, v)
+					}
+				}
+				if u := hit.Data["via_unconfirmed"]; u != "" {
+					t.Errorf("%s: the probe says it reached its destination %s, which the canary did not see", res.Probe, u)
+				}
+				if slices.Contains(vias, "direct") {
+					t.Errorf("%s: the canary saw a direct contact, but srt gives the box no route", res.Probe)
+				}
+			}
+			if target == "wrapper-srt-allow-ip" && r.code != 1 {
+				t.Errorf("exit %d, want 1 (no-ambient-cloud-identity and default-deny-egress fail)", r.code)
+			}
+		})
+	}
+}

@@ -241,12 +241,43 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 		if name != "metadata" {
 			what = strings.TrimSpace(h.Transport + " " + h.Local + " " + what)
 		}
+		if h.Via != "" {
+			what += " (" + h.Via + ")"
+		}
 		seen = append(seen, what)
 	}
 	data := map[string]string{"token": token, "remote": hits[0].Remote}
 	if name != "metadata" {
 		data["destination"] = e.net.Role(hits[0].Local)
 		data["local"] = hits[0].Local
+	}
+	// The paths the hits came by (canary.Hit.Via; "direct" for none), so
+	// that each path a probe says escaped is held to a hit of its own.
+	var vias []string
+	for _, h := range hits {
+		v := h.Via
+		if v == "" {
+			v = "direct"
+		}
+		if !slices.Contains(vias, v) {
+			vias = append(vias, v)
+		}
+	}
+	slices.Sort(vias)
+	data["via"] = strings.Join(vias, ",")
+	summary := fmt.Sprintf("%d contact(s) with the probe's token reached the %s canary: %s", len(hits), name, truncate(strings.Join(seen, ", "), 300))
+	// Each proxy path the probe says reached its destination is held to
+	// a hit of its own: one the canary did not see by that path is named
+	// (the escape stands on the paths the canary saw).
+	var unseen []string
+	for _, v := range reachedVias(self.Fields["paths"]) {
+		if !slices.Contains(vias, v) && !slices.Contains(unseen, v) {
+			unseen = append(unseen, v)
+		}
+	}
+	if len(unseen) > 0 {
+		data["via_unconfirmed"] = strings.Join(unseen, ",")
+		summary += "; the probe says it also reached it " + strings.Join(unseen, ", ") + ", which the canary did not see"
 	}
 	for _, h := range hits {
 		// What the canary saw a request authenticate with (the planted
@@ -256,8 +287,23 @@ func (e *Engine) canaryHits(name string, spec probes.Spec, token string, self se
 		}
 	}
 	return []evidence.Item{{Source: evidence.SourceCanary, Kind: name + "-hit", Indicates: probes.Escaped,
-		Summary: fmt.Sprintf("%d contact(s) with the probe's token reached the %s canary: %s", len(hits), name, truncate(strings.Join(seen, ", "), 300)),
-		Data:    data}}
+		Summary: summary, Data: data}}
+}
+
+// reachedVias reads the paths a probe's "paths" evidence says reached
+// their destination ("via-socks5 127.0.0.1:1080 (FTP_PROXY): reached",
+// probes/impl/egress_proxypath.go). The field is the box's word: only
+// the via-* words are taken, and only to name what the canary did not
+// see, never to make an escape.
+func reachedVias(paths string) []string {
+	var out []string
+	for _, seg := range strings.Split(paths, "; ") {
+		via, _, _ := strings.Cut(seg, " ")
+		if strings.HasSuffix(seg, ": reached") && strings.HasPrefix(via, "via-") && len(via) <= 32 && !slices.Contains(out, via) {
+			out = append(out, via)
+		}
+	}
+	return out
 }
 
 // targetFact turns the PID namespace and devices the harness itself started

@@ -1,6 +1,14 @@
 package probes
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+)
 
 // Params is what the harness hands a probe: one versioned JSON document
 // (ParamsSchema), the value of the probe binary's --params, written by the
@@ -165,6 +173,11 @@ type Params struct {
 	// metadata.wrapper-proxy) send the harness's outside and metadata
 	// addresses through it, beside the direct path the other probes try.
 	WrapperProxy bool `json:"wrapper_proxy,omitempty"`
+	// WrapperProxies are the proxies the target declares its wrapper
+	// announces to the box, as "http://IP:port" or "socks5://IP:port" on
+	// loopback (WrapperProxyEndpoint's form). A probe tries a proxy the
+	// box's environment names only when it is one of these.
+	WrapperProxies []string `json:"wrapper_proxies,omitempty"`
 	// Probes are the probes this invocation runs, in order (at most
 	// MaxResults). They travel in this one document, never as a
 	// command-line argument each: the command line stays six words
@@ -222,4 +235,44 @@ const (
 // host joins what the release path shows to the probe by it.
 func OutputArtifactPrefix(token, probeID string) string {
 	return token + "." + strings.TrimPrefix(probeID, "output.")
+}
+
+// WrapperProxyEndpoint reads a proxy URL a target declares (or a box's
+// environment names) into the form WrapperProxies holds: "http://IP:port"
+// or "socks5://IP:port" (socks5h is SOCKS5 too), the host a loopback IP
+// (localhost is taken as 127.0.0.1, never resolved), credentials and any
+// path dropped. Anything else is an error: a proxy off loopback is never
+// one the probe may dial.
+func WrapperProxyEndpoint(v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil {
+		return "", errors.New("not a URL")
+	}
+	scheme := u.Scheme
+	switch scheme {
+	case "http", "socks5":
+	case "socks5h":
+		scheme = "socks5"
+	default:
+		return "", fmt.Errorf("scheme %q is not http, socks5 or socks5h", clipString(u.Scheme, 16))
+	}
+	host, port := u.Hostname(), u.Port()
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("port %q is not a port", clipString(port, 16))
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("host %q is not on loopback", clipString(host, 64))
+	}
+	return scheme + "://" + net.JoinHostPort(ip.String(), port), nil
+}
+
+func clipString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

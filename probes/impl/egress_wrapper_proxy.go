@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,14 +49,20 @@ type boxProxy struct {
 // errNoProxy means the box's environment names no HTTP proxy.
 var errNoProxy = errors.New("the box's environment names no HTTP proxy")
 
-// findBoxProxy reads the first HTTP proxy the environment names. Only a
+// findBoxProxy reads the first HTTP proxy the environment names that the
+// target declares its wrapper announces (p.WrapperProxies). Only a
 // proxy on loopback is used (the wrapper's, inside the box's own network):
 // the probe never dials an address the harness did not hand it or the box
 // does not hold itself. The harness's own egress proxy (p.ProxyAddr, which
 // the harness names to every sandbox on its network) is not the wrapper's:
 // egress.connect-proxy tries that one.
 func findBoxProxy(p probes.Params, e ev) (boxProxy, error) {
-	var skipped []string
+	var skipped, undeclared []string
+	defer func() {
+		if len(undeclared) > 0 {
+			e.setList("proxy_undeclared", undeclared)
+		}
+	}()
 	for _, k := range proxyEnv {
 		v := os.Getenv(k)
 		if v == "" {
@@ -68,6 +75,12 @@ func findBoxProxy(p probes.Params, e ev) (boxProxy, error) {
 		bp, err := parseBoxProxy(v)
 		if err != nil {
 			skipped = append(skipped, k+": "+err.Error())
+			continue
+		}
+		if !slices.Contains(p.WrapperProxies, "http://"+bp.addr) {
+			// The box's environment is the box's: only a proxy the
+			// target declares its wrapper announces is dialled.
+			undeclared = append(undeclared, k+": "+bp.addr)
 			continue
 		}
 		bp.from = k
@@ -106,9 +119,14 @@ func parseBoxProxy(v string) (boxProxy, error) {
 	bp := boxProxy{addr: net.JoinHostPort(ip.String(), port)}
 	if u.User != nil {
 		pw, _ := u.User.Password()
-		bp.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw))
+		bp.auth = basicAuth(u.User.Username(), pw)
 	}
 	return bp, nil
+}
+
+// basicAuth is the Proxy-Authorization value of user and password.
+func basicAuth(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 }
 
 // noBoxProxy decides a probe whose box names no proxy: where the target

@@ -105,6 +105,8 @@ func TestWrapperProxyProbes(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/allow=%t/connect-only=%t", id, tc.allow, tc.connectOnly), func(t *testing.T) {
 				fp := newFakeProxy(t, tc.allow, tc.connectOnly)
 				setProxyEnv(t, map[string]string{"HTTPS_PROXY": "http://srt.user:s3cret@localhost:" + portOf(fp.ln.Addr())})
+				p := p
+				p.WrapperProxies = []string{"http://127.0.0.1:" + portOf(fp.ln.Addr())}
 				r := f(t.Context(), p)
 				if r.Outcome != tc.want {
 					t.Fatalf("outcome %s (%s, %v), want %s", r.Outcome, r.Detail, r.Evidence, tc.want)
@@ -152,6 +154,10 @@ func TestWrapperProxyNotUsed(t *testing.T) {
 		// by mistake the connection would stay on this machine.
 		{"off-loopback", map[string]string{"HTTP_PROXY": "http://0.0.0.0:" + portOf(ln.Addr())}, false, probes.Inconclusive},
 		{"socks-only", map[string]string{"ALL_PROXY": "socks5h://localhost:1080"}, true, probes.Inconclusive},
+		// A loopback proxy the target does not declare is the box's word
+		// alone: never dialled.
+		{"undeclared", map[string]string{"HTTP_PROXY": "http://localhost:" + portOf(ln.Addr())}, false, probes.Blocked},
+		{"undeclared-wrapper", map[string]string{"HTTP_PROXY": "http://localhost:" + portOf(ln.Addr())}, true, probes.Inconclusive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setProxyEnv(t, tc.env)

@@ -96,7 +96,10 @@ func Run(ctx context.Context, id string, p probes.Params) (probes.Result, error)
 				done <- inconclusive(fmt.Sprintf("probe panicked: %v", v), nil)
 			}
 		}()
-		done <- f(ctx, p)
+		// An egress or metadata probe also tries its destination
+		// through the wrapper's proxies, where the target declares any
+		// (egress_proxypath.go).
+		done <- withProxyPaths(ctx, id, p, f(ctx, p))
 	}()
 	var r probes.Result
 	select {

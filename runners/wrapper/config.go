@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandcheck/sandcheck/probes"
 	"github.com/sandcheck/sandcheck/targets"
 )
 
@@ -51,6 +52,14 @@ type Config struct {
 	// proxy path beside the direct one, and the wrapper is not handed the
 	// harness's own proxy to chain through).
 	Network string `yaml:"network"`
+	// Proxies are the proxies the wrapper announces to the box (network
+	// proxy only), as URLs: http://localhost:3128 for an HTTP proxy (GET
+	// and CONNECT), socks5://localhost:1080 for a SOCKS5 one; one address
+	// speaking both is listed twice. The probes try a proxy the box's
+	// HTTP_PROXY, HTTPS_PROXY, ALL_PROXY or FTP_PROXY names only when it is
+	// one of these, on loopback: the box's environment is the box's, and
+	// it never points a probe anywhere the target did not declare.
+	Proxies []string `yaml:"proxies,omitempty"`
 	// Limits are what the platform declares; the runner enforces them
 	// through the cgroup it puts the wrapper in (nofile is declared only:
 	// the wrapper sets its own rlimits or not).
@@ -107,6 +116,14 @@ func Decode(src *targets.SectionSource) (targets.Section, error) {
 		src.Add("network", "is required: none, harness or proxy (the host's own network is never used)")
 	default:
 		src.Add("network", "%q is not one of [none harness proxy]", c.Network)
+	}
+	for i, u := range c.Proxies {
+		if _, err := probes.WrapperProxyEndpoint(u); err != nil {
+			src.Add(fmt.Sprintf("proxies[%d]", i), "%v", err)
+		}
+	}
+	if len(c.Proxies) > 0 && c.Network != "proxy" {
+		src.Add("proxies", "are the proxies of a wrapper that filters through one: network must be proxy")
 	}
 	src.CheckEnv("env", c.Env)
 	src.CheckLimits("limits", c.Limits)

@@ -32,6 +32,9 @@ func TestSectionValidation(t *testing.T) {
 		{"host network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: host\n", "t.yaml:8:12: $.wrapper.network: \"host\" is not one of [none harness proxy]"},
 		{"no network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n", "$.wrapper.network: is required"},
 		{"reserved env", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  env: {SANDCHECK_X: y}\n  network: none\n", "$.wrapper.env.SANDCHECK_X: the SANDCHECK_ prefix is reserved"},
+		{"proxy off loopback", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: proxy\n  proxies: [http://10.0.0.1:3128]\n", "$.wrapper.proxies[0]: host \"10.0.0.1\" is not on loopback"},
+		{"proxy scheme", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: proxy\n  proxies: [\"https://localhost:3128\"]\n", "$.wrapper.proxies[0]: scheme \"https\" is not http, socks5 or socks5h"},
+		{"proxies without network proxy", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: harness\n  proxies: [http://localhost:3128]\n", "$.wrapper.proxies: are the proxies of a wrapper that filters through one"},
 		{"unknown key", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  bogus: 1\n", "t.yaml:8:3: unknown field \"bogus\""},
 	} {
 		_, err := targets.Parse(file, []byte(head+tc.body))

@@ -56,8 +56,19 @@ func (r *Runner) UsesHarnessNetwork() bool {
 
 // FillParams implements runners.ParamsFiller: with network proxy the
 // probes are told that the wrapper filters through a proxy of its own,
-// which it names to the box (the proxy-path probes try it).
-func (r *Runner) FillParams(p *probes.Params) { p.WrapperProxy = r.cfg.Network == "proxy" }
+// which it names to the box, and which proxies the target declares it
+// announces (the only ones the probes dial through).
+func (r *Runner) FillParams(p *probes.Params) {
+	p.WrapperProxy = r.cfg.Network == "proxy"
+	if !p.WrapperProxy {
+		return
+	}
+	for _, u := range r.cfg.Proxies {
+		if ep, err := probes.WrapperProxyEndpoint(u); err == nil {
+			p.WrapperProxies = append(p.WrapperProxies, ep)
+		}
+	}
+}
 
 // openNetwork makes the sandbox's network namespace: only loopback for
 // none; on the harness network for harness and proxy.

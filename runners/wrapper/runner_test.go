@@ -3,6 +3,7 @@ package wrapper
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,7 +171,8 @@ func TestNetworkProxy(t *testing.T) {
 		harness, proxy bool
 	}{{"proxy", true, true}, {"harness", true, false}, {"none", false, false}} {
 		t.Run(tc.network, func(t *testing.T) {
-			r, err := New(Config{Argv: []string{"env", VarArgv}, User: "nobody", Network: tc.network}, ".")
+			r, err := New(Config{Argv: []string{"env", VarArgv}, User: "nobody", Network: tc.network,
+				Proxies: []string{"http://u:p@localhost:3128", "socks5h://[::1]:1080"}}, ".")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,6 +180,15 @@ func TestNetworkProxy(t *testing.T) {
 			r.FillParams(&p)
 			if p.WrapperProxy != tc.proxy || r.UsesHarnessNetwork() != tc.harness {
 				t.Errorf("WrapperProxy %t, UsesHarnessNetwork %t; want %t, %t", p.WrapperProxy, r.UsesHarnessNetwork(), tc.proxy, tc.harness)
+			}
+			// The declared proxies reach the probe, normalized, only
+			// where the wrapper filters through them.
+			want := []string(nil)
+			if tc.proxy {
+				want = []string{"http://127.0.0.1:3128", "socks5://[::1]:1080"}
+			}
+			if !slices.Equal(p.WrapperProxies, want) {
+				t.Errorf("WrapperProxies %q, want %q", p.WrapperProxies, want)
 			}
 			env := strings.Join((&Sandbox{r: r, workdir: "/w"}).environ(spec), " ")
 			if !strings.Contains(env, "FOO=1") {
