@@ -144,15 +144,22 @@ func (t *Tree) FirstArgCalls(syscall string) (byArg map[uint64]uint64, total uin
 const (
 	// ScopeNamespace watches a pid namespace (and those nested in it).
 	ScopeNamespace = "pid-namespace"
-	// ScopeTree watches a process tree in the host's pid namespace.
+	// ScopeMount watches a mount namespace: a sandbox that shares the
+	// host's pid namespace but has a mount namespace of its own (a
+	// container run with the host's pid namespace), where every process
+	// that enters it (each `docker exec`) execs.
+	ScopeMount = "mount-namespace"
+	// ScopeTree watches process trees in the host's pid namespace: one
+	// process's (gVisor's sentry) or, for a sandbox whose every command is
+	// a host process tree of its own, each command's (Tracer.WatchTrees).
 	ScopeTree = "process-tree"
 )
 
 // Report is what the tracer saw of one watched pid namespace or tree.
 type Report struct {
-	// NS is the pid namespace's inode, or the root pid of a watched tree.
+	// NS is the pid or mount namespace's inode, or a watched tree's key.
 	NS uint32 `json:"pid_ns"`
-	// Scope is ScopeNamespace or ScopeTree.
+	// Scope is ScopeNamespace, ScopeMount or ScopeTree.
 	Scope string `json:"scope"`
 	// Partial is set when processes ran in the namespace before the watch
 	// began (their earlier doings are missing).

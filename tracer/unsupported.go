@@ -45,6 +45,12 @@ func (t *Tracer) Close() error { return nil }
 // Watch always fails.
 func (t *Tracer) Watch(int, WatchOptions) (*Watch, error) { return nil, ErrUnavailable }
 
+// WatchTrees always fails.
+func (t *Tracer) WatchTrees(WatchOptions) (*Watch, error) { return nil, ErrUnavailable }
+
+// AddTree always fails.
+func (w *Watch) AddTree(int) error { return ErrUnavailable }
+
 // Lost returns nothing.
 func (t *Tracer) Lost() (Lost, error) { return Lost{}, ErrUnavailable }
 
