@@ -81,8 +81,8 @@ func TestWatchTreesFollowsEachHeldCommand(t *testing.T) {
 	// sysloop's getppid calls are 1234; the tools before it (sh, unshare)
 	// may add one or two of their own.
 	want := map[string]Count{
-		"setns":   {Calls: 7, OtherErr: 7},
-		"acct":    {Calls: 3, EPERM: 3},
+		"setns": {Calls: 7, OtherErr: 7},
+		"acct":  {Calls: 3, EPERM: 3},
 	}
 	for _, c := range []*exec.Cmd{c1, c2} {
 		tree := rep.Trees[uint32(c.Process.Pid)]
