@@ -238,6 +238,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
+	e.trace.probeBin = filepath.Join(e.probes, runners.ProbeBinary)
 	if e.grader = cfg.Grader; e.grader == nil {
 		if e.grader, err = cfg.NewGrader(); err != nil {
 			return nil, fmt.Errorf("loading release policy: %w", err)

@@ -22,8 +22,10 @@ import (
 // that process and its children as one tree. A sandbox whose commands are
 // host process trees of their own (runners.TreeExecer: a wrapper's
 // invocations) is watched by each command's root, which the runner holds
-// until the tracer has it: that root is the probe's tree, by its token
-// (roots). gVisor's workload never shows up as host processes, so under
+// until the tracer has it (roots, by token); the probe binary's exec below
+// it starts the probe's own tree, found by its token as in a namespace, so
+// the wrapper's own setup (its mounts, namespaces and seccomp filters) is
+// never taken for the probe's doings. gVisor's workload never shows up as host processes, so under
 // runsc only the sandbox's host surface (the sentry's syscalls) is
 // reported, not per-probe counts.
 type runTrace struct {
@@ -45,6 +47,9 @@ type runTrace struct {
 	// rootErr why one could not join its sandbox's watch.
 	roots   map[string]uint32
 	rootErr map[string]string
+	// probeBin is the run's probe binary on the host, whose exec starts a
+	// tree of its own in a watch of command trees.
+	probeBin string
 }
 
 // openTrace loads the tracer unless the run's Config turned it off
@@ -73,7 +78,8 @@ func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
 // (SandboxSpec.Watch), until watch gives it to the sandbox.
 type heldTask struct {
 	w    *tracer.Watch
-	root int
+	pid  int
+	root uint32 // the held tree's key
 	err  error
 }
 
@@ -84,14 +90,15 @@ func (rt *runTrace) holdTask(h *heldTask) func(pid int) {
 		return nil
 	}
 	return func(pid int) {
-		w, err := rt.t.WatchTrees(tracer.WatchOptions{})
+		w, err := rt.t.WatchTrees(tracer.WatchOptions{RootExec: rt.probeBin})
+		var root uint32
 		if err == nil {
-			if err = w.AddTree(pid); err != nil {
+			if root, err = w.AddTree(pid); err != nil {
 				_, cerr := w.Close()
 				err, w = errors.Join(err, cerr), nil
 			}
 		}
-		h.w, h.root, h.err = w, pid, err
+		h.w, h.pid, h.root, h.err = w, pid, root, err
 	}
 }
 
@@ -116,17 +123,17 @@ func (rt *runTrace) watch(ctx context.Context, s *sandbox, held *heldTask, token
 	id := s.sb.ID()
 	if held != nil && (held.w != nil || held.err != nil) {
 		if held.err != nil {
-			rt.unwatched(id, fmt.Errorf("watching the task's held root (pid %d): %w", held.root, held.err))
+			rt.unwatched(id, fmt.Errorf("watching the task's held root (pid %d): %w", held.pid, held.err))
 			return
 		}
 		rt.mu.Lock()
-		rt.watches[id], rt.trees[id], rt.roots[token] = held.w, true, uint32(held.root)
+		rt.watches[id], rt.trees[id], rt.roots[token] = held.w, true, held.root
 		rt.mu.Unlock()
 		return
 	}
 	_, execTrees := s.sb.(runners.TreeExecer)
 	if _, named := s.sb.(runners.HostPIDer); execTrees && !named {
-		w, err := rt.t.WatchTrees(tracer.WatchOptions{})
+		w, err := rt.t.WatchTrees(tracer.WatchOptions{RootExec: rt.probeBin})
 		if err != nil {
 			rt.unwatched(id, err)
 			return
@@ -168,7 +175,7 @@ func (rt *runTrace) exec(ctx context.Context, s *sandbox, token string, argv []s
 		return s.sb.Exec(ctx, argv)
 	}
 	return te.ExecTree(ctx, argv, func(pid int) {
-		err := w.AddTree(pid)
+		root, err := w.AddTree(pid)
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		if err != nil {
@@ -176,7 +183,7 @@ func (rt *runTrace) exec(ctx context.Context, s *sandbox, token string, argv []s
 			rt.log.Warn("tracer: cannot watch a probe's command", "sandbox", s.sb.ID(), "pid", pid, "err", err)
 			return
 		}
-		rt.roots[token] = uint32(pid)
+		rt.roots[token] = root
 	})
 }
 
@@ -290,20 +297,20 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 			return []evidence.Item{item("tracer-error", "tracer: "+err.Error(), "")}
 		}
 	}
-	var tree *tracer.Tree
-	switch {
-	case held:
-		tree = rep.Trees[root]
-	case !trees:
-		tree = rep.TreeWithArg(token)
-	}
+	tree := probeTree(rep, token)
 	if tree == nil {
 		var msg string
 		switch {
 		case rootErr != "":
 			msg = "tracer: the probe's command could not join the sandbox's watch: " + rootErr
 		case held:
-			msg = fmt.Sprintf("tracer: the probe's command (host pid %d) was watched, but the kernel counted nothing of it", root)
+			var n uint64
+			if h := rep.Trees[root]; h != nil {
+				for _, c := range h.Syscalls {
+					n += c.Calls
+				}
+			}
+			msg = fmt.Sprintf("tracer: the probe's command was watched (its wrapper's processes made %d syscalls), but no exec of the probe binary was seen below it", n)
 		case trees:
 			msg = "tracer: the probe's command was not held for the tracer"
 		default:
@@ -316,12 +323,29 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 	}
 	scope := []*tracer.Tree{tree}
 	if task {
+		// The task's sandbox is its own: every probe tree in it is the
+		// task's (never a held wrapper tree, whose setup installs filters
+		// of its own).
 		scope = nil
-		for _, root := range slices.Sorted(maps.Keys(rep.Trees)) {
-			scope = append(scope, rep.Trees[root])
+		for _, r := range slices.Sorted(maps.Keys(rep.Trees)) {
+			if !rep.Trees[r].Held {
+				scope = append(scope, rep.Trees[r])
+			}
 		}
 	}
 	return treeEvidence(spec, tree, scope, rep, canaries, start)
+}
+
+// probeTree is the tree whose root was exec'd with the probe's token among
+// its arguments; never a held command's tree (a wrapper's processes, whose
+// command line names the token too).
+func probeTree(rep *tracer.Report, token string) *tracer.Tree {
+	for _, t := range rep.Trees {
+		if !t.Held && slices.Contains(t.Argv, token) {
+			return t
+		}
+	}
+	return nil
 }
 
 // treeEvidence turns a probe's process tree into evidence items; scope is

@@ -67,8 +67,13 @@ func (l Lost) sub(o Lost) Lost {
 // Tree is one process tree in a sandbox: the process that entered it (by
 // exec'ing inside it) and everything it forked.
 type Tree struct {
-	// Root is the host tgid of the process that entered.
+	// Root is the host tgid of the process that entered (for a held
+	// command's tree, Held, a key of its own).
 	Root uint32 `json:"root"`
+	// Held is set for the tree of a held command's root (Watch.AddTree):
+	// the processes that started the command, a wrapper's, not those of a
+	// root file's exec below them.
+	Held bool `json:"held,omitempty"`
 	// Exe and Argv are the root's first exec inside the sandbox (argv capped
 	// at 256 bytes); empty for processes already running when the watch
 	// began, whose /proc/PID/cmdline is used instead where it was readable.

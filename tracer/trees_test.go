@@ -26,12 +26,15 @@ func heldCommand(t *testing.T, argv ...string) (*exec.Cmd, func()) {
 }
 
 // TestWatchTreesFollowsEachHeldCommand watches a sandbox made of host
-// process trees, one per command (a wrapper's invocations): two commands,
-// each held until it is added, fork into new pid and network namespaces
-// (unshare, as bubblewrap, firejail and srt do) and run the known sequence
-// under a seccomp filter of their own. Each is its own tree, rooted at the
-// held shell, with exactly its syscalls; the same command run beside them,
-// never added, and a busy host process are attributed nowhere.
+// process trees, one per command (a wrapper's invocations), with the
+// workload's binary as the root file: two commands, each held until it is
+// added, run the known sequence under a seccomp filter of their own, one
+// forked into new pid and network namespaces (unshare, as bubblewrap,
+// firejail and srt do), one exec'd by the held process itself. Each
+// command's held tree keeps what started the workload (unshare's own
+// unshare call); the workload is a tree of its own, found by its token,
+// with exactly its syscalls. The same command run beside them, never
+// added, and a busy host process are attributed nowhere.
 func TestWatchTreesFollowsEachHeldCommand(t *testing.T) {
 	tr := newTracer(t)
 	bin := buildSysloop(t)
@@ -42,22 +45,22 @@ func TestWatchTreesFollowsEachHeldCommand(t *testing.T) {
 		}
 		t.Skip("needs unshare (util-linux)")
 	}
-	w, err := tr.WatchTrees(WatchOptions{})
+	w, err := tr.WatchTrees(WatchOptions{RootExec: bin})
 	if err != nil {
 		t.Fatalf("watching: %v", err)
 	}
 	defer w.Close()
-	inv := func(tok string) []string {
-		return []string{unshare, "--pid", "--net", "--fork", "--", bin, "seccomp", tok}
-	}
 	tok1, tok2, tok3 := token(), token(), token()
-	c1, go1 := heldCommand(t, inv(tok1)...)
-	c2, go2 := heldCommand(t, inv(tok2)...)
-	c3, go3 := heldCommand(t, inv(tok3)...) // never added
+	c1, go1 := heldCommand(t, unshare, "--pid", "--net", "--fork", "--", bin, "seccomp", tok1)
+	c2, go2 := heldCommand(t, bin, "seccomp", tok2)
+	c3, go3 := heldCommand(t, unshare, "--pid", "--net", "--fork", "--", bin, "seccomp", tok3) // never added
+	var held []uint32
 	for _, c := range []*exec.Cmd{c1, c2} {
-		if err := w.AddTree(c.Process.Pid); err != nil {
+		root, err := w.AddTree(c.Process.Pid)
+		if err != nil {
 			t.Fatalf("adding the held command %d: %v", c.Process.Pid, err)
 		}
+		held = append(held, root)
 	}
 	host := exec.Command(bin, "loop", "5000")
 	if err := host.Start(); err != nil {
@@ -74,46 +77,43 @@ func TestWatchTreesFollowsEachHeldCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("closing the watch: %v", err)
 	}
-	const extra = 4
-	if rep.Scope != ScopeTree || len(rep.Trees) != 2 {
-		t.Fatalf("scope %q with %d trees, want %q with the two added commands'\n%s", rep.Scope, len(rep.Trees), ScopeTree, dump(rep))
+	if rep.Scope != ScopeTree || len(rep.Trees) != 4 {
+		t.Fatalf("scope %q with %d trees, want %q with the two held commands' and their workloads'\n%s", rep.Scope, len(rep.Trees), ScopeTree, dump(rep))
 	}
-	// sysloop's getppid calls are 1234; the tools before it (sh, unshare)
-	// may add one or two of their own.
 	want := map[string]Count{
-		"setns": {Calls: 7, OtherErr: 7},
-		"acct":  {Calls: 3, EPERM: 3},
+		"getppid": {Calls: 1234, OK: 1234},
+		"setns":   {Calls: 7, OtherErr: 7},
+		"acct":    {Calls: 3, EPERM: 3},
 	}
-	for _, c := range []*exec.Cmd{c1, c2} {
-		tree := rep.Trees[uint32(c.Process.Pid)]
-		if tree == nil {
-			t.Fatalf("no tree rooted at the held command %d\n%s", c.Process.Pid, dump(rep))
+	for i, tok := range []string{tok1, tok2} {
+		tree := rep.TreeWithArg(tok)
+		if tree == nil || tree.Held || tree.Exe != bin {
+			t.Fatalf("command %d: no tree of its own for the workload exec'd with %s\n%s", i+1, tok, dump(rep))
 		}
 		for name, w := range want {
 			if got := tree.Syscalls[name]; got != w {
-				t.Errorf("command %d: %s: the kernel saw %+v, want %+v", c.Process.Pid, name, got, w)
+				t.Errorf("command %d's workload: %s: the kernel saw %+v, want %+v", i+1, name, got, w)
 			}
 		}
-		if got := tree.Syscalls["getppid"]; got.OK < 1234 || got.Calls > 1234+extra {
-			t.Errorf("command %d: getppid: the kernel saw %+v, want sysloop's 1234 calls and at most %d more", c.Process.Pid, got, extra)
-		}
-		var sawUnshare, sawSysloop bool
 		for _, ev := range tree.Events {
-			switch {
-			case ev.Kind == KindSyscall && ev.Syscall == "unshare" && ev.TGID == uint32(c.Process.Pid):
-				sawUnshare = ev.Ret == 0
-			case ev.Kind == KindExec && ev.Path == bin && ev.TGID != uint32(c.Process.Pid):
-				sawSysloop = true // forked into the new pid namespace
-			case ev.TGID == uint32(host.Process.Pid) || ev.TGID == uint32(c3.Process.Pid):
+			if ev.TGID == uint32(host.Process.Pid) || ev.TGID == uint32(c3.Process.Pid) {
 				t.Errorf("an unwatched process's event was attributed to the sandbox: %s", ev)
 			}
 		}
-		if !sawUnshare || !sawSysloop {
-			t.Errorf("command %d: unshare by the root %t, sysloop exec'd by its forked child %t; want both\n%s", c.Process.Pid, sawUnshare, sawSysloop, dump(rep))
+		h := rep.Trees[held[i]]
+		if h == nil || !h.Held {
+			t.Fatalf("command %d: no held tree %d\n%s", i+1, held[i], dump(rep))
+		}
+		if h.Syscalls["acct"].Calls != 0 || h.Syscalls["getppid"].Calls > 4 {
+			t.Errorf("command %d: the held tree counted the workload's calls: acct %+v, getppid %+v", i+1, h.Syscalls["acct"], h.Syscalls["getppid"])
 		}
 	}
-	if got := rep.Syscalls()["getppid"].Calls; got > 2*(1234+extra) {
-		t.Errorf("the watch counted %d getppid calls, want the two commands' 2468 (and at most %d more), not the third's 1234 or the host's 5000", got, 2*extra)
+	// unshare(1) made its namespaces in the held tree, not the workload's.
+	if c := rep.Trees[held[0]].Syscalls["unshare"]; c.OK != 1 {
+		t.Errorf("command 1's held tree: unshare %+v, want unshare(1)'s one successful call", c)
+	}
+	if got := rep.Syscalls()["getppid"].Calls; got > 2*1234+8 {
+		t.Errorf("the watch counted %d getppid calls, want the two workloads' 2468 (and a few of the tools'), not the third's 1234 or the host's 5000", got)
 	}
 	if rep.Lost.Any() {
 		t.Errorf("lost: %+v", rep.Lost)
@@ -127,7 +127,7 @@ func TestAddTreeRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("watching: %v", err)
 	}
-	if err := w.AddTree(os.Getpid()); err == nil {
+	if _, err := w.AddTree(os.Getpid()); err == nil {
 		t.Error("the tracer's own process was added to a watch")
 	}
 	other, err := tr.WatchTrees(WatchOptions{})
@@ -140,7 +140,7 @@ func TestAddTreeRefuses(t *testing.T) {
 	other.Close()
 	c, _ := heldCommand(t, "true")
 	w.Close()
-	if err := w.AddTree(c.Process.Pid); err == nil {
+	if _, err := w.AddTree(c.Process.Pid); err == nil {
 		t.Error("a process was added to a closed watch")
 	}
 }

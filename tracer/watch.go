@@ -35,6 +35,7 @@ type Watch struct {
 	cappedBy map[uint32]uint64
 	events   []Event
 	capped   uint64
+	rootFile *tracerRootFile // registered RootExec, if any
 	// treeMu orders AddTree and Close: no tree joins a closing watch.
 	treeMu sync.Mutex
 	closed bool
@@ -52,7 +53,21 @@ type WatchOptions struct {
 	// and its mount namespace, watching the process tree instead: the
 	// process, its descendants and whatever they fork from now on.
 	Tree bool
+	// RootExec is a file (the probe binary) whose exec by a process of a
+	// held tree (AddTree) starts a tree of its own, rooted at the exec'ing
+	// process: under
+	// a wrapper, the probe's doings apart from those of the wrapper's
+	// processes that started it (whose setup makes the very calls the
+	// probes try: mounts, namespaces, seccomp filters). It is matched by
+	// device and inode, so any bind mount of it counts.
+	RootExec string
 }
+
+// heldBit marks the root key of a held command's tree (AddTree; the
+// kernel side's HELD_ROOT): no pid has it, so a root file the command's
+// own process execs still starts a tree of its own, and only a held tree's
+// exec of it does (the probe's re-execs of itself stay the probe's).
+const heldBit = 1 << 31
 
 // treeKeys is where the keys of WatchTrees' watches start: above every pid
 // (PID_MAX_LIMIT is 4,194,304) and below every namespace inode (proc's
@@ -122,12 +137,24 @@ func (t *Tracer) watch(ns uint32, scope string, pid int, opts WatchOptions) (*Wa
 	if w.lost0, err = t.Lost(); err != nil {
 		return nil, errors.Join(err, w.forget())
 	}
+	if opts.RootExec != "" {
+		var st unix.Stat_t
+		if err := unix.Stat(opts.RootExec, &st); err != nil {
+			return nil, errors.Join(fmt.Errorf("watching: reading the root file %s: %w", opts.RootExec, err), w.forget())
+		}
+		// The kernel's dev_t: major in the top 12 bits, minor in the low 20.
+		rf := tracerRootFile{Ns: ns, Dev: unix.Major(st.Dev)<<20 | unix.Minor(st.Dev), Ino: st.Ino}
+		if err := t.objs.RootFiles.Put(rf, uint32(1)); err != nil {
+			return nil, errors.Join(fmt.Errorf("watching: registering the root file %s: %w", opts.RootExec, err), w.forget())
+		}
+		w.rootFile = &rf
+	}
 	// A tree's key is registered too, though no namespace has it for an
 	// inode: the kernel side checks it to stop counting a tree without a
 	// slot once its watch is closed.
 	one := uint32(1)
 	if err := t.objs.Sandboxes.Put(ns, one); err != nil {
-		return nil, errors.Join(fmt.Errorf("registering %s %d: %w", scope, ns, err), w.forget())
+		return nil, errors.Join(fmt.Errorf("registering %s %d: %w", scope, ns, err), w.unregister())
 	}
 	if !opts.SkipRunning {
 		if err := w.seed(); err != nil {
@@ -148,29 +175,33 @@ func (w *Watch) unregister() error {
 }
 
 // AddTree attributes host process pid, and whatever it forks from now on,
-// to the watch as a tree of its own (rooted at pid). It is meant for a
-// command's root held before it runs anything (a wrapper's invocation):
-// nothing it did before is known, and children it already forked are not
-// attributed. The tracer's own process cannot be added.
-func (w *Watch) AddTree(pid int) error {
-	if pid <= 1 || pid == os.Getpid() {
-		return fmt.Errorf("adding process %d to a watch: not a sandbox's process", pid)
+// to the watch as a tree of its own, and returns the tree's root key (not
+// pid: a held tree's key is told apart from every process's, Tree.Held).
+// It is meant for a command's root held before it runs anything (a
+// wrapper's invocation): nothing it did before is known, and children it
+// already forked are not attributed. A root file (WatchOptions.RootExec)
+// that any process of the tree execs starts a tree of its own. The
+// tracer's own process cannot be added.
+func (w *Watch) AddTree(pid int) (uint32, error) {
+	if pid <= 1 || pid >= heldBit || pid == os.Getpid() {
+		return 0, fmt.Errorf("adding process %d to a watch: not a sandbox's process", pid)
 	}
 	w.treeMu.Lock()
 	defer w.treeMu.Unlock()
 	if w.closed {
-		return fmt.Errorf("adding process %d to a watch: the watch is closed", pid)
+		return 0, fmt.Errorf("adding process %d to a watch: the watch is closed", pid)
 	}
-	if err := w.mark(pid); err != nil {
-		return err
+	root := uint32(pid) | heldBit
+	if err := w.markAs(pid, root); err != nil {
+		return 0, err
 	}
 	if b := bounded.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid), 64<<10); len(b) > 0 {
 		w.t.mu.Lock()
-		w.argv[uint32(pid)] = splitArgv(b)
+		w.argv[root] = splitArgv(b)
 		w.t.mu.Unlock()
 	}
 	// The process may be cached as unwatched.
-	return w.t.bumpGeneration()
+	return root, w.t.bumpGeneration()
 }
 
 // NS is the watched namespace's inode, or the watched trees' key.
@@ -244,15 +275,18 @@ const pidfdThread = unix.O_EXCL
 // mark attributes a running process and its threads to the watch as a tree
 // of its own: a slot if one is free, then each thread's task storage (keyed
 // by pidfd). A process that exits meanwhile is skipped.
-func (w *Watch) mark(pid int) error {
-	info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid), Slot: noSlot}
+func (w *Watch) mark(pid int) error { return w.markAs(pid, uint32(pid)) }
+
+// markAs is mark with the tree's root key.
+func (w *Watch) markAs(pid int, root uint32) error {
+	info := tracerTaskInfo{Ns: w.ns, Root: root, Slot: noSlot}
 	var slot uint32
 	if err := w.t.objs.FreeSlots.LookupAndDelete(nil, &slot); err == nil {
 		var old tracerSlotOwner
 		if err := w.t.objs.Owners.Lookup(slot, &old); err != nil {
 			return fmt.Errorf("attributing process %d: reading slot %d: %w", pid, slot, err)
 		}
-		owner := tracerSlotOwner{Ns: w.ns, Root: uint32(pid), Epoch: old.Epoch + 1}
+		owner := tracerSlotOwner{Ns: w.ns, Root: root, Epoch: old.Epoch + 1}
 		if err := w.t.objs.Owners.Put(slot, owner); err != nil {
 			return fmt.Errorf("attributing process %d: %w", pid, err)
 		}
@@ -326,7 +360,7 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	tree := func(root uint32) *Tree {
 		t := r.Trees[root]
 		if t == nil {
-			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root], Seeded: w.seeded[root],
+			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root], Seeded: w.seeded[root], Held: root&heldBit != 0,
 				OverBudget: budgets[root] >= treeEvents, Capped: w.cappedBy[root]}
 			r.Trees[root] = t
 		}
@@ -462,8 +496,13 @@ func (w *Watch) Close() (*Report, error) {
 	}
 	w.closed = true
 	var errs []error
-	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
+	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
+	}
+	if w.rootFile != nil {
+		if err := w.t.objs.RootFiles.Delete(*w.rootFile); err != nil {
+			errs = append(errs, fmt.Errorf("unregistering the root file: %w", err))
+		}
 	}
 	slots, err := w.slots()
 	errs = append(errs, err)

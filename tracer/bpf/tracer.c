@@ -45,6 +45,15 @@ struct {
 	__type(value, u32); /* 1: watched */
 } sandboxes SEC(".maps"); /* also holds watched trees' keys (tracer/watch.go) */
 
+/* Files whose exec by a watched task starts a tree of its own in the
+ * task's watch (WatchOptions.RootExec). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SANDBOXES);
+	__type(key, struct root_file);
+	__type(value, u32);
+} root_files SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -239,6 +248,20 @@ int sc_exec(u64 *ctx)
 		ti = new_tree(task, ns, tgid);
 		if (!ti)
 			return 0;
+	} else if (ti->root & HELD_ROOT) {
+		/* A task of a held command's tree (a wrapper's processes)
+		 * exec'ing a root file (the probe binary) starts a tree of its
+		 * own: its doings apart from those of the wrapper that started
+		 * it. Below that, the probe's own re-execs stay its own. */
+		struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
+		struct root_file rf = {.ns = ti->ns, .dev = BPF_CORE_READ(ino, i_sb, s_dev), .ino = BPF_CORE_READ(ino, i_ino)};
+		if (bpf_map_lookup_elem(&root_files, &rf)) {
+			u32 ns = ti->ns;
+			bpf_task_storage_delete(&marks, task);
+			ti = new_tree(task, ns, tgid);
+			if (!ti)
+				return 0;
+		}
 	}
 	struct event *ev = reserve(EV_EXEC, ti, tgid, (u32)id);
 	if (!ev)

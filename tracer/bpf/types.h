@@ -106,7 +106,21 @@ struct task_struct {
 	struct nsproxy *nsproxy;
 };
 
+struct super_block {
+	unsigned int s_dev;
+};
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+
+struct file {
+	struct inode *f_inode;
+};
+
 struct linux_binprm {
+	struct file *file;
 	const char *filename;
 };
 
