@@ -120,6 +120,11 @@ func TestKernelViewWherever(t *testing.T) {
 		if !saw {
 			t.Error("no probe's evidence says its sandbox was not watched, and why")
 		}
+		// The record, unwatched sandboxes and all, is what the published
+		// schema says: it re-grades.
+		if ev := sandcheck(t, "policy", "eval", "--input", filepath.Join(r.out, "run.json")); ev.code == 2 {
+			t.Errorf("re-grading the record: exit 2\n%s", ev.stderr)
+		}
 		off := sandcheck(t, "run", "--target", "fixtures/targets/wrapper-bwrap.yaml", "--probes", "syscalls.acct", "--quiet", "--trace=false")
 		off.mustRecord(t)
 		if dirs["wrapper task"] == "" || dirs["pid host exec"] == "" {
