@@ -338,14 +338,9 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 
 // probeTree is the tree whose root was exec'd with the probe's token among
 // its arguments; never a held command's tree (a wrapper's processes, whose
-// command line names the token too).
+// command line names the token too: tracer.Report.TreeWithArg).
 func probeTree(rep *tracer.Report, token string) *tracer.Tree {
-	for _, t := range rep.Trees {
-		if !t.Held && slices.Contains(t.Argv, token) {
-			return t
-		}
-	}
-	return nil
+	return rep.TreeWithArg(token)
 }
 
 // treeEvidence turns a probe's process tree into evidence items; scope is

@@ -196,10 +196,11 @@ func (r *Report) Surface() []string {
 }
 
 // TreeWithArg returns the tree whose root was exec'd with arg among its
-// arguments (e.g. a probe's one-time token), or nil.
+// arguments (e.g. a probe's one-time token), or nil; never a held
+// command's tree (Held), whose command line names what it starts.
 func (r *Report) TreeWithArg(arg string) *Tree {
 	for _, t := range r.Trees {
-		if slices.Contains(t.Argv, arg) {
+		if !t.Held && slices.Contains(t.Argv, arg) {
 			return t
 		}
 	}
