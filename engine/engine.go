@@ -238,6 +238,7 @@ func New(ctx context.Context, cfg Config) (_ *Engine, err error) {
 		return nil, err
 	}
 	e.trace = openTrace(e.log, e.rec, !cfg.NoTrace)
+	e.trace.probeBin = filepath.Join(e.probes, runners.ProbeBinary)
 	if e.grader = cfg.Grader; e.grader == nil {
 		if e.grader, err = cfg.NewGrader(); err != nil {
 			return nil, fmt.Errorf("loading release policy: %w", err)
@@ -565,7 +566,7 @@ func (e *Engine) startTask(ctx context.Context, name string, specs []probes.Spec
 	if err != nil {
 		return nil, err
 	}
-	return e.start(ctx, name, argv)
+	return e.startWith(ctx, name, argv, token)
 }
 
 // execOne execs one probe into a running sandbox.
@@ -580,7 +581,7 @@ func (e *Engine) execOne(ctx context.Context, s *sandbox, spec probes.Spec, res 
 	}
 	e.dialPaths(ctx, s, []probes.Spec{spec}) // netpath.go
 	oom := oomWatch(s.sb)
-	out, err := s.sb.Exec(ectx, argv)
+	out, err := e.trace.exec(ectx, s, token, argv)
 	if err != nil {
 		if errors.Is(err, runners.ErrExecStuck) {
 			// Not the probe's hang: the runner cannot run probes at all.
@@ -730,6 +731,12 @@ func (e *Engine) goAhead(name string) error {
 // start starts one sandbox, records it and the runtime's view of it. With a
 // command, the command is the sandbox's first process.
 func (e *Engine) start(ctx context.Context, name string, command []string) (*sandbox, error) {
+	return e.startWith(ctx, name, command, "")
+}
+
+// startWith is start for a task whose probes run with token (the tracer's
+// key to the task's tree when the runner holds its root for it).
+func (e *Engine) startWith(ctx context.Context, name string, command []string, token string) (*sandbox, error) {
 	t0 := time.Now()
 	spec := runners.SandboxSpec{
 		Name: fmt.Sprintf("sandcheck-%s-%s", e.rec.RunID, sanitize(name)),
@@ -739,6 +746,10 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 		ProbeDir:     e.probes,
 		StartTimeout: e.cfg.StartTimeout,
 		Command:      command,
+	}
+	held := &heldTask{}
+	if command != nil {
+		spec.Watch = e.trace.holdTask(held)
 	}
 	if e.net != nil {
 		spec.Network, spec.DNS = e.net.Name(), []string{e.net.DNS()}
@@ -758,6 +769,7 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	e.honey.plantMounts(e.mountSrc, e.log)
 	sb, err := e.runner.Start(ctx, spec)
 	if err != nil {
+		held.drop()
 		return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
 	}
 	if _, joins := e.runner.(netharness.Joiner); e.net != nil && !joins {
@@ -768,6 +780,7 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 			if cerr := sb.Close(context.WithoutCancel(ctx)); cerr != nil {
 				err = errors.Join(err, cerr)
 			}
+			held.drop()
 			return nil, fmt.Errorf("starting sandbox %s: %w", name, err)
 		}
 	}
@@ -777,8 +790,9 @@ func (e *Engine) start(ctx context.Context, name string, command []string) (*san
 	// already running are watched from now on as trees of their own
 	// (tracer.Tree.Seeded), and the host's reading of the box's seccomp
 	// state before the go-ahead vouches for what they did before
-	// (runTask, seccompstate.go).
-	e.trace.watch(ctx, s, false)
+	// (runTask, seccompstate.go). A runner of host process trees held the
+	// task's root until the tracer had it (held).
+	e.trace.watch(ctx, s, held, token)
 	if in, ok := sb.(runners.Inspector); ok && command == nil {
 		if v, err := in.Inspect(ctx); err != nil {
 			e.log.Warn("inspect", "sandbox", sb.ID(), "err", err)

@@ -165,7 +165,7 @@ func (e *Engine) execBatch(ctx context.Context, s *sandbox, specs []probes.Spec,
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := s.sb.Exec(ectx, argv)
+	out, err := e.trace.exec(ectx, s, token, argv)
 	if err != nil {
 		if errors.Is(err, runners.ErrExecStuck) {
 			return nil, "", fmt.Errorf("running probes: %w", err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -18,9 +19,15 @@ import (
 // runTrace is the run's use of the tracer. Per-probe attribution is by
 // process tree: each probe is one `docker exec` whose process enters the
 // sandbox with the probe's one-time token in its argv, and the tracer keeps
-// that process and its children as one tree. gVisor's workload never shows
-// up as host processes, so under runsc only the sandbox's host surface (the
-// sentry's syscalls) is reported, not per-probe counts.
+// that process and its children as one tree. A sandbox whose commands are
+// host process trees of their own (runners.TreeExecer: a wrapper's
+// invocations) is watched by each command's root, which the runner holds
+// until the tracer has it (roots, by token); the probe binary's exec below
+// it starts the probe's own tree, found by its token as in a namespace, so
+// the wrapper's own setup (its mounts, namespaces and seccomp filters) is
+// never taken for the probe's doings. gVisor's workload never shows up as host processes, so under
+// runsc only the sandbox's host surface (the sentry's syscalls) is
+// reported, not per-probe counts.
 type runTrace struct {
 	log     *slog.Logger
 	t       *tracer.Tracer
@@ -31,6 +38,18 @@ type runTrace struct {
 	// task sandbox is gone before its probes' results are filled in.
 	closed  map[string]*tracer.Report
 	surface map[string]bool
+	// why says, by sandbox ID, why a sandbox was not watched.
+	why map[string]string
+	// trees marks, by sandbox ID, the watches of held command trees: a
+	// probe's tree there is only ever its held root's.
+	trees map[string]bool
+	// roots are, by token, the held roots of probe invocations, and
+	// rootErr why one could not join its sandbox's watch.
+	roots   map[string]uint32
+	rootErr map[string]string
+	// probeBin is the run's probe binary on the host, whose exec starts a
+	// tree of its own in a watch of command trees.
+	probeBin string
 }
 
 // openTrace loads the tracer unless the run's Config turned it off
@@ -38,6 +57,7 @@ type runTrace struct {
 // why.
 func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
 	rt := &runTrace{log: log, watches: map[string]*tracer.Watch{}, closed: map[string]*tracer.Report{}, surface: map[string]bool{},
+		why: map[string]string{}, trees: map[string]bool{}, roots: map[string]uint32{}, rootErr: map[string]string{},
 		rec: &evidence.Tracer{Status: evidence.TracerOn, Runtime: rec.Runtime, HostSyscalls: []string{}}}
 	rec.Tracer = rt.rec
 	if !on {
@@ -54,38 +74,124 @@ func openTrace(log *slog.Logger, rec *evidence.Record, on bool) *runTrace {
 	return rt
 }
 
-// watch starts watching a sandbox by its init's pid namespace (or, for
-// gVisor's sentry, which shares the host's, its process tree). A task
-// sandbox's first process ran before the watch: its tracing is partial.
-func (rt *runTrace) watch(ctx context.Context, s *sandbox, task bool) {
+// heldTask is the watch a task's start made of the task's held root
+// (SandboxSpec.Watch), until watch gives it to the sandbox.
+type heldTask struct {
+	w    *tracer.Watch
+	pid  int
+	root uint32 // the held tree's key
+	err  error
+}
+
+// holdTask is the SandboxSpec.Watch of a task's start, filling h; nil
+// without a tracer.
+func (rt *runTrace) holdTask(h *heldTask) func(pid int) {
 	if rt == nil || rt.t == nil {
+		return nil
+	}
+	return func(pid int) {
+		w, err := rt.t.WatchTrees(tracer.WatchOptions{RootExec: rt.probeBin})
+		var root uint32
+		if err == nil {
+			if root, err = w.AddTree(pid); err != nil {
+				_, cerr := w.Close()
+				err, w = errors.Join(err, cerr), nil
+			}
+		}
+		h.w, h.pid, h.root, h.err = w, pid, root, err
+	}
+}
+
+// drop closes the watch of a task whose sandbox never started.
+func (h *heldTask) drop() {
+	if h != nil && h.w != nil {
+		h.w.Close()
+		h.w = nil
+	}
+}
+
+// watch starts watching a sandbox: a task's held root (held, whose probes
+// ran with token), else by its init's pid or mount namespace (or, for
+// gVisor's sentry, its process tree), else, for a sandbox of host process
+// trees, each command as it starts (exec). What cannot be watched is
+// recorded with why.
+func (rt *runTrace) watch(ctx context.Context, s *sandbox, held *heldTask, token string) {
+	if rt == nil || rt.t == nil {
+		held.drop()
+		return
+	}
+	id := s.sb.ID()
+	if held != nil && (held.w != nil || held.err != nil) {
+		if held.err != nil {
+			rt.unwatched(id, fmt.Errorf("watching the task's held root (pid %d): %w", held.pid, held.err))
+			return
+		}
+		rt.mu.Lock()
+		rt.watches[id], rt.trees[id], rt.roots[token] = held.w, true, held.root
+		rt.mu.Unlock()
+		return
+	}
+	_, execTrees := s.sb.(runners.TreeExecer)
+	if _, named := s.sb.(runners.HostPIDer); execTrees && !named {
+		w, err := rt.t.WatchTrees(tracer.WatchOptions{RootExec: rt.probeBin})
+		if err != nil {
+			rt.unwatched(id, err)
+			return
+		}
+		rt.mu.Lock()
+		rt.watches[id], rt.trees[id] = w, true
+		rt.mu.Unlock()
 		return
 	}
 	pid, err := initPID(ctx, s.sb)
 	if err == nil {
 		var w *tracer.Watch
-		if w, err = rt.t.Watch(pid, tracer.WatchOptions{Partial: task, Tree: true}); err == nil {
+		if w, err = rt.t.Watch(pid, tracer.WatchOptions{Tree: true}); err == nil {
 			rt.mu.Lock()
-			rt.watches[s.sb.ID()] = w
-			if task {
-				rt.rec.Status = evidence.TracerPartial
-				rt.rec.Reason = "task launch mode: each task starts with its sandbox, before the tracer can watch it"
-			}
+			rt.watches[id] = w
 			rt.mu.Unlock()
 			return
 		}
 	}
-	rt.log.Warn("tracer: cannot watch sandbox", "sandbox", s.sb.ID(), "err", err)
+	rt.unwatched(id, err)
+}
+
+// unwatched records that sandbox id is not watched, and why.
+func (rt *runTrace) unwatched(id string, err error) {
+	rt.log.Warn("tracer: cannot watch sandbox", "sandbox", id, "err", err)
 	rt.mu.Lock()
-	rt.rec.Status, rt.rec.Reason = evidence.TracerPartial, fmt.Sprintf("sandbox %s unwatched: %v", s.sb.ID(), err)
-	rt.mu.Unlock()
+	defer rt.mu.Unlock()
+	rt.why[id] = err.Error()
+	rt.rec.Status, rt.rec.Reason = evidence.TracerPartial, fmt.Sprintf("sandbox %s unwatched: %v", id, err)
+}
+
+// exec runs one probe invocation (token) in a sandbox: for a sandbox of
+// host process trees with a watch, its root joins the watch, held, before
+// it runs anything.
+func (rt *runTrace) exec(ctx context.Context, s *sandbox, token string, argv []string) (runners.ExitResult, error) {
+	te, ok := s.sb.(runners.TreeExecer)
+	w := rt.watchOf(s)
+	if !ok || w == nil {
+		return s.sb.Exec(ctx, argv)
+	}
+	return te.ExecTree(ctx, argv, func(pid int) {
+		root, err := w.AddTree(pid)
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if err != nil {
+			rt.rootErr[token] = err.Error()
+			rt.log.Warn("tracer: cannot watch a probe's command", "sandbox", s.sb.ID(), "pid", pid, "err", err)
+			return
+		}
+		rt.roots[token] = root
+	})
 }
 
 // initPID is the sandbox init's host pid, as its runner names it.
 func initPID(ctx context.Context, sb runners.Sandbox) (int, error) {
 	hp, ok := sb.(runners.HostPIDer)
 	if !ok {
-		return 0, fmt.Errorf("sandbox %s: its runner cannot name its host pid", sb.ID())
+		return 0, errors.New("its runner names no host process of it (a platform's sandbox elsewhere)")
 	}
 	return hp.HostPID(ctx)
 }
@@ -100,6 +206,11 @@ func (rt *runTrace) unwatch(s *sandbox) {
 	delete(rt.watches, s.sb.ID())
 	rt.mu.Unlock()
 	if w == nil {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if why, ok := rt.why[s.sb.ID()]; ok {
+			rt.rec.Sandboxes = append(rt.rec.Sandboxes, evidence.TracedSandbox{ID: s.sb.ID(), Unwatched: why, Syscalls: map[string]evidence.SyscallCount{}})
+		}
 		return
 	}
 	rep, err := w.Close()
@@ -170,10 +281,15 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 		return []evidence.Item{item("tracer-unavailable", fmt.Sprintf("tracer: %s (%s)", rt.rec.Status, rt.rec.Reason), "")}
 	}
 	rt.mu.Lock()
-	w, rep := rt.watches[s.sb.ID()], rt.closed[s.sb.ID()]
+	w, rep, why := rt.watches[s.sb.ID()], rt.closed[s.sb.ID()], rt.why[s.sb.ID()]
+	root, held := rt.roots[token]
+	trees, rootErr := rt.trees[s.sb.ID()], rt.rootErr[token]
 	rt.mu.Unlock()
 	if w == nil && rep == nil {
-		return []evidence.Item{item("tracer-unwatched", "tracer: the sandbox was not watched", "")}
+		if why == "" {
+			why = "no watch was made"
+		}
+		return []evidence.Item{item("tracer-unwatched", "tracer: the sandbox was not watched: "+why, "")}
 	}
 	if w != nil {
 		var err error
@@ -181,22 +297,50 @@ func (rt *runTrace) evidence(spec probes.Spec, token string, s *sandbox, canarie
 			return []evidence.Item{item("tracer-error", "tracer: "+err.Error(), "")}
 		}
 	}
-	tree := rep.TreeWithArg(token)
+	tree := probeTree(rep, token)
 	if tree == nil {
-		msg := "tracer: no process of this probe entered the sandbox as a host process"
-		if rep.Scope == tracer.ScopeTree {
-			msg += " (gVisor: the host sees the sentry, not the probe; see the run's host surface)"
+		var msg string
+		switch {
+		case rootErr != "":
+			msg = "tracer: the probe's command could not join the sandbox's watch: " + rootErr
+		case held:
+			var n uint64
+			if h := rep.Trees[root]; h != nil {
+				for _, c := range h.Syscalls {
+					n += c.Calls
+				}
+			}
+			msg = fmt.Sprintf("tracer: the probe's command was watched (its wrapper's processes made %d syscalls), but no exec of the probe binary was seen below it", n)
+		case trees:
+			msg = "tracer: the probe's command was not held for the tracer"
+		default:
+			msg = "tracer: no process of this probe entered the sandbox as a host process"
+			if rt.rec.Runtime == "runsc" {
+				msg += " (gVisor: the host sees the sentry, not the probe; see the run's host surface)"
+			}
 		}
 		return []evidence.Item{item("tracer-no-process", msg, "")}
 	}
 	scope := []*tracer.Tree{tree}
 	if task {
+		// The task's sandbox is its own: every probe tree in it is the
+		// task's (never a held wrapper tree, whose setup installs filters
+		// of its own).
 		scope = nil
-		for _, root := range slices.Sorted(maps.Keys(rep.Trees)) {
-			scope = append(scope, rep.Trees[root])
+		for _, r := range slices.Sorted(maps.Keys(rep.Trees)) {
+			if !rep.Trees[r].Held {
+				scope = append(scope, rep.Trees[r])
+			}
 		}
 	}
 	return treeEvidence(spec, tree, scope, rep, canaries, start)
+}
+
+// probeTree is the tree whose root was exec'd with the probe's token among
+// its arguments; never a held command's tree (a wrapper's processes, whose
+// command line names the token too: tracer.Report.TreeWithArg).
+func probeTree(rep *tracer.Report, token string) *tracer.Tree {
+	return rep.TreeWithArg(token)
 }
 
 // treeEvidence turns a probe's process tree into evidence items; scope is

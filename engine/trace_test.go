@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -154,5 +156,43 @@ func TestWatchDoubtsLeaveRefusalsUnconfirmed(t *testing.T) {
 				t.Errorf("unconfirmed item %+v, want no indication, the counts and %q", un, tt.why)
 			}
 		})
+	}
+}
+
+// A probe's tree is the one whose root exec'd with its token, never a held
+// command's tree (a wrapper's processes, whose command line names the
+// token too, and whose setup makes the calls the probes try).
+func TestProbeTreeNeverHeld(t *testing.T) {
+	const tok = "tok-1"
+	held := &tracer.Tree{Root: 1<<31 | 40, Held: true, Argv: []string{"/bin/sh", "-c", "x", "sh", "bwrap", "--", "/p/sandcheck-probe", "run", "--token", tok},
+		Syscalls: map[string]tracer.Count{"setns": {Calls: 1, OK: 1}}}
+	rep := &tracer.Report{Scope: tracer.ScopeTree, Trees: map[uint32]*tracer.Tree{held.Root: held}}
+	if got := probeTree(rep, tok); got != nil {
+		t.Fatalf("the held tree %d was taken for the probe's", got.Root)
+	}
+	own := &tracer.Tree{Root: 42, Argv: []string{"/p/sandcheck-probe", "run", "--token", tok}, Syscalls: map[string]tracer.Count{"setns": {Calls: 1, OtherErr: 1}}}
+	rep.Trees[own.Root] = own
+	if got := probeTree(rep, tok); got != own {
+		t.Fatalf("probe tree %+v, want the probe binary's own (root 42)", got)
+	}
+}
+
+// A sandbox the tracer did not watch reads "not watched" with why in each
+// probe's evidence, and in the record, with no counts.
+func TestUnwatchedSandboxSaysWhy(t *testing.T) {
+	rt := openTrace(slog.New(slog.DiscardHandler), &evidence.Record{}, false)
+	rt.t = &tracer.Tracer{} // loaded, as far as this path goes
+	sb := &sandbox{sb: &meteredBox{}}
+	rt.unwatched("box", errors.New("its runner names no host process of it"))
+	items := rt.evidence(probes.Spec{ID: "syscalls.acct"}, "tok", sb, nil, nil, false)
+	if len(items) != 1 || items[0].Kind != "tracer-unwatched" || items[0].Summary != "tracer: the sandbox was not watched: its runner names no host process of it" {
+		t.Errorf("evidence %+v, want one tracer-unwatched item with the reason", items)
+	}
+	rt.unwatch(sb)
+	if got := rt.rec.Sandboxes; len(got) != 1 || got[0].Unwatched == "" || len(got[0].Syscalls) != 0 || got[0].Scope != "" {
+		t.Errorf("record %+v, want the sandbox listed as not watched, with why and no counts", got)
+	}
+	if rt.rec.Status != evidence.TracerPartial {
+		t.Errorf("status %s, want partial while a sandbox is unwatched", rt.rec.Status)
 	}
 }

@@ -267,12 +267,17 @@ type Tracer struct {
 	Lost map[string]uint64 `json:"lost,omitempty"`
 }
 
-// TracedSandbox is the tracer's view of one sandbox.
+// TracedSandbox is the tracer's view of one sandbox: watched, with its
+// counts, or not watched, and why.
 type TracedSandbox struct {
 	ID string `json:"id"`
-	// Scope is how processes were attributed: pid-namespace or process-tree.
+	// Scope is how processes were attributed: pid-namespace,
+	// mount-namespace or process-tree ("" when not watched).
 	Scope   string `json:"scope"`
 	Partial bool   `json:"partial,omitempty"`
+	// Unwatched says why the tracer did not watch the sandbox; empty when
+	// it did (every sandbox of a record from before the field was).
+	Unwatched string `json:"unwatched,omitempty"`
 	// Syscalls are the counts by syscall name.
 	Syscalls map[string]SyscallCount `json:"syscalls"`
 }

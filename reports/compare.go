@@ -30,6 +30,9 @@ type CompareColumn struct {
 	// tracer view); SurfaceStatus says why it may be incomplete.
 	Surface       int
 	SurfaceStatus string
+	// Watch is which of the run's sandboxes the tracer watched
+	// (comparetrace.go).
+	Watch TraceWatch
 	// Outcome maps a probe to its effective outcome in this run.
 	Outcome map[string]string
 	// Escaped counts the probes that escaped.
@@ -108,6 +111,7 @@ func Compare(runs []Stored) Comparison {
 			if t.Status == "on" || t.Status == "partial" {
 				col.Surface = len(t.HostSyscalls)
 			}
+			col.Watch = traceWatch(t)
 		}
 		for _, r := range rec.Results {
 			eff := effective(rec.Verdict, r)
@@ -162,7 +166,7 @@ func WriteCompareMarkdown(w io.Writer, c Comparison) error {
 	row("Target", func(col CompareColumn) string { return cell(col.Target) })
 	row("Verdict", func(col CompareColumn) string { return col.Verdict })
 	row("Mean sandbox start", func(col CompareColumn) string { return fmt.Sprintf("%.2f s", col.StartSeconds) })
-	row("Host kernel surface", func(col CompareColumn) string { return surfaceText(col) })
+	row("Host kernel surface", func(col CompareColumn) string { return surfaceText(col, cell) })
 	row("Host kernel", func(col CompareColumn) string { return kernelText(col, cell(col.Kernel)) })
 	row("Escaped", func(col CompareColumn) string { return fmt.Sprintf("%d of %d", col.Escaped, len(col.Outcome)) })
 	for _, p := range c.Probes {
@@ -181,26 +185,7 @@ func kernelText(col CompareColumn, kernel string) string {
 	return kernel
 }
 
-func surfaceText(col CompareColumn) string {
-	if col.Remote {
-		// The harness's tracer watches its own host's processes; what it
-		// records for a platform's sandboxes is not their kernel surface.
-		return "not traced (remote platform)"
-	}
-	if col.Surface < 0 {
-		if col.SurfaceStatus == "" {
-			return "no tracer"
-		}
-		return "tracer " + col.SurfaceStatus
-	}
-	s := fmt.Sprintf("%d syscalls", col.Surface)
-	if col.SurfaceStatus == "partial" {
-		s += " (partial)"
-	}
-	return s
-}
-
-var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"mark": outcomeMark, "surface": surfaceText,
+var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"mark": outcomeMark, "surface": surfaceHTML,
 	"kernel": func(col CompareColumn) string { return kernelText(col, col.Kernel) }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -18,7 +18,7 @@ func TestCompareRemoteRunners(t *testing.T) {
 		rec := weakRecord()
 		rec.Runner, rec.Runtime, rec.Target.Name, rec.RunID = runner, runtime, target, "run-"+target
 		rec.Sandboxes = []evidence.Sandbox{{ID: target + "-1", StartSeconds: start}}
-		rec.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write"}}
+		rec.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write"}, Sandboxes: []evidence.TracedSandbox{{ID: target + "-1"}}}
 		if runner == "opensandbox" || runner == "gateway" || runner == "command" {
 			// What a remote run records: the host's tracer saw none of
 			// the platform's sandboxes.

@@ -167,10 +167,10 @@ func TestCompare(t *testing.T) {
 	proc := weakRecord()
 	proc.Runner, proc.Runtime, proc.RunID = "process", "", "run-process"
 	proc.Sandboxes = []evidence.Sandbox{{ID: "p1", StartSeconds: 0.01}}
-	proc.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write", "bpf", "mount"}}
+	proc.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write", "bpf", "mount"}, Sandboxes: []evidence.TracedSandbox{{ID: "p1"}}}
 	gv := hardenedRecord()
 	gv.Sandboxes = []evidence.Sandbox{{ID: "g1", StartSeconds: 0.9}, {ID: "g2", StartSeconds: 1.1}}
-	gv.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write"}}
+	gv.Tracer = &evidence.Tracer{Status: "on", HostSyscalls: []string{"read", "write"}, Sandboxes: []evidence.TracedSandbox{{ID: "g1"}, {ID: "g2"}}}
 	runc := weakRecord()
 	runc.Tracer = &evidence.Tracer{Status: "unavailable"}
 	dir := storeRuns(t, gv, runc, proc)

@@ -33,6 +33,19 @@ type HostPIDer interface {
 	HostPID(ctx context.Context) (int, error)
 }
 
+// TreeExecer is implemented by sandboxes each of whose commands is a host
+// process tree of its own in the host's pid namespace, with no process of
+// the sandbox between commands to watch it by (a wrapper's invocations,
+// each forking into namespaces it makes itself): the host's tracer follows
+// each command from its root, which the runner holds until the tracer
+// watches it (a task's too: SandboxSpec.Watch).
+type TreeExecer interface {
+	// ExecTree is Exec whose command's root process is held, before
+	// anything of the command has run, until watch (given the root's host
+	// pid) returns.
+	ExecTree(ctx context.Context, argv []string, watch func(pid int)) (ExitResult, error)
+}
+
 // SeccompCounter is implemented by sandboxes whose runner can say, from its
 // own configuration and the runtime's (never from the box), how many
 // seccomp filters the runtime puts on each process of the sandbox. The

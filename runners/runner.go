@@ -188,6 +188,12 @@ type SandboxSpec struct {
 	// instead of the probe binary's idle holder; Start returns once it runs
 	// and the sandbox implements Waiter.
 	Command []string
+	// Watch, when set, is called by a runner whose commands are host
+	// process trees of their own in the host's pid namespace (a
+	// TreeExecer's) with the host pid of Command's root process, held
+	// before anything of the command has run; the command runs once Watch
+	// returns. Other runners never call it.
+	Watch func(pid int)
 }
 
 // ProbeMount is where the probe directory appears inside a sandbox.

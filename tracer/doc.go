@@ -13,7 +13,15 @@
 // container runtime's own host processes are never attributed to it. Every
 // process that enters a sandbox on its own (each `docker exec`) starts a
 // process tree, its root, which its children inherit: that is how one probe's
-// doings are told apart from another's in a shared sandbox.
+// doings are told apart from another's in a shared sandbox. A sandbox that
+// shares the host's pid namespace (a container run with it) is watched the
+// same way by its mount namespace, which every process entering it execs
+// in. A sandbox whose commands are host process trees of their own (a
+// wrapper's invocations, which no namespace of theirs marks beforehand) is
+// watched command by command ([Tracer.WatchTrees], [Watch.AddTree]): each
+// command's root, held by its runner before it runs anything, is a tree,
+// and the probe binary's exec below it ([WatchOptions.RootExec]) starts
+// the probe's own, apart from the wrapper's setup.
 //
 // Membership is a mark in each task's BPF task storage. The sys_exit
 // program runs for every syscall of every task on the host: a task with no

@@ -25,7 +25,7 @@ type container struct {
 
 // startContainer starts an idle sandbox with sysloop mounted at /t, or
 // skips when Docker, the image or the runtime is missing (CI has them).
-func startContainer(t testing.TB, runtime, sysloop string) *container {
+func startContainer(t testing.TB, runtime, sysloop string, extra ...string) *container {
 	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("needs docker")
@@ -33,9 +33,9 @@ func startContainer(t testing.TB, runtime, sysloop string) *container {
 	if err := exec.Command("docker", "image", "inspect", runnerImage).Run(); err != nil {
 		t.Skipf("needs the image %s (make images)", runnerImage)
 	}
-	out, err := exec.Command("docker", "run", "-d", "--rm", "--runtime", runtime, "--network", "none",
-		"--label", "sandcheck.test=tracer",
-		"-v", filepath.Dir(sysloop)+":/t:ro", runnerImage, "/bin/busybox", "sleep", "600").CombinedOutput()
+	args := append([]string{"run", "-d", "--rm", "--runtime", runtime, "--network", "none",
+		"--label", "sandcheck.test=tracer", "-v", filepath.Dir(sysloop) + ":/t:ro"}, extra...)
+	out, err := exec.Command("docker", append(args, runnerImage, "/bin/busybox", "sleep", "600")...).CombinedOutput()
 	if err != nil {
 		if strings.Contains(string(out), "unknown or invalid runtime") {
 			t.Skipf("needs the %s runtime: %s", runtime, out)

@@ -67,8 +67,13 @@ func (l Lost) sub(o Lost) Lost {
 // Tree is one process tree in a sandbox: the process that entered it (by
 // exec'ing inside it) and everything it forked.
 type Tree struct {
-	// Root is the host tgid of the process that entered.
+	// Root is the host tgid of the process that entered (for a held
+	// command's tree, Held, a key of its own).
 	Root uint32 `json:"root"`
+	// Held is set for the tree of a held command's root (Watch.AddTree):
+	// the processes that started the command, a wrapper's, not those of a
+	// root file's exec below them.
+	Held bool `json:"held,omitempty"`
 	// Exe and Argv are the root's first exec inside the sandbox (argv capped
 	// at 256 bytes); empty for processes already running when the watch
 	// began, whose /proc/PID/cmdline is used instead where it was readable.
@@ -144,15 +149,22 @@ func (t *Tree) FirstArgCalls(syscall string) (byArg map[uint64]uint64, total uin
 const (
 	// ScopeNamespace watches a pid namespace (and those nested in it).
 	ScopeNamespace = "pid-namespace"
-	// ScopeTree watches a process tree in the host's pid namespace.
+	// ScopeMount watches a mount namespace: a sandbox that shares the
+	// host's pid namespace but has a mount namespace of its own (a
+	// container run with the host's pid namespace), where every process
+	// that enters it (each `docker exec`) execs.
+	ScopeMount = "mount-namespace"
+	// ScopeTree watches process trees in the host's pid namespace: one
+	// process's (gVisor's sentry) or, for a sandbox whose every command is
+	// a host process tree of its own, each command's (Tracer.WatchTrees).
 	ScopeTree = "process-tree"
 )
 
 // Report is what the tracer saw of one watched pid namespace or tree.
 type Report struct {
-	// NS is the pid namespace's inode, or the root pid of a watched tree.
+	// NS is the pid or mount namespace's inode, or a watched tree's key.
 	NS uint32 `json:"pid_ns"`
-	// Scope is ScopeNamespace or ScopeTree.
+	// Scope is ScopeNamespace, ScopeMount or ScopeTree.
 	Scope string `json:"scope"`
 	// Partial is set when processes ran in the namespace before the watch
 	// began (their earlier doings are missing).
@@ -184,10 +196,11 @@ func (r *Report) Surface() []string {
 }
 
 // TreeWithArg returns the tree whose root was exec'd with arg among its
-// arguments (e.g. a probe's one-time token), or nil.
+// arguments (e.g. a probe's one-time token), or nil; never a held
+// command's tree (Held), whose command line names what it starts.
 func (r *Report) TreeWithArg(arg string) *Tree {
 	for _, t := range r.Trees {
-		if slices.Contains(t.Argv, arg) {
+		if !t.Held && slices.Contains(t.Argv, arg) {
 			return t
 		}
 	}

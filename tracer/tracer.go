@@ -97,6 +97,7 @@ type Tracer struct {
 	mu      sync.Mutex
 	watches map[uint32]*Watch
 	seen    uint64 // ring-buffer events decoded
+	trees   uint32 // WatchTrees' watches so far (their keys)
 	closed  bool
 }
 

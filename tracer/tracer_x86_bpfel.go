@@ -105,6 +105,13 @@ type tracerPrefix struct {
 	_    [4]byte
 }
 
+type tracerRootFile struct {
+	_   structs.HostLayout
+	Ns  uint32
+	Dev uint32
+	Ino uint64
+}
+
 type tracerSigKey struct {
 	_    structs.HostLayout
 	Ns   uint32
@@ -153,6 +160,7 @@ const (
 	tracerMapHot         = "hot"
 	tracerMapMarks       = "marks"
 	tracerMapOwners      = "owners"
+	tracerMapRootFiles   = "root_files"
 	tracerMapSandboxes   = "sandboxes"
 	tracerMapSigs        = "sigs"
 	tracerMapStats       = "stats"
@@ -226,6 +234,7 @@ type tracerMapSpecs struct {
 	Hot        *ebpf.MapSpec `ebpf:"hot"`
 	Marks      *ebpf.MapSpec `ebpf:"marks"`
 	Owners     *ebpf.MapSpec `ebpf:"owners"`
+	RootFiles  *ebpf.MapSpec `ebpf:"root_files"`
 	Sandboxes  *ebpf.MapSpec `ebpf:"sandboxes"`
 	Sigs       *ebpf.MapSpec `ebpf:"sigs"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
@@ -269,6 +278,7 @@ type tracerMaps struct {
 	Hot        *ebpf.Map `ebpf:"hot"`
 	Marks      *ebpf.Map `ebpf:"marks"`
 	Owners     *ebpf.Map `ebpf:"owners"`
+	RootFiles  *ebpf.Map `ebpf:"root_files"`
 	Sandboxes  *ebpf.Map `ebpf:"sandboxes"`
 	Sigs       *ebpf.Map `ebpf:"sigs"`
 	Stats      *ebpf.Map `ebpf:"stats"`
@@ -283,6 +293,7 @@ func (m *tracerMaps) Close() error {
 		m.Hot,
 		m.Marks,
 		m.Owners,
+		m.RootFiles,
 		m.Sandboxes,
 		m.Sigs,
 		m.Stats,

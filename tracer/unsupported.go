@@ -26,6 +26,7 @@ type WatchOptions struct {
 	Partial     bool
 	SkipRunning bool
 	Tree        bool
+	RootExec    string
 }
 
 // Tracer is not available on this platform.
@@ -44,6 +45,12 @@ func (t *Tracer) Close() error { return nil }
 
 // Watch always fails.
 func (t *Tracer) Watch(int, WatchOptions) (*Watch, error) { return nil, ErrUnavailable }
+
+// WatchTrees always fails.
+func (t *Tracer) WatchTrees(WatchOptions) (*Watch, error) { return nil, ErrUnavailable }
+
+// AddTree always fails.
+func (w *Watch) AddTree(int) (uint32, error) { return 0, ErrUnavailable }
 
 // Lost returns nothing.
 func (t *Tracer) Lost() (Lost, error) { return Lost{}, ErrUnavailable }

@@ -11,16 +11,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandcheck/sandcheck/internal/bounded"
 )
 
-// Watch is one watched pid namespace. Its Report can be read at any time;
-// Close stops watching and returns the final one.
+// Watch is one watched sandbox: a pid namespace, a mount namespace or
+// process trees. Its Report can be read at any time; Close stops watching
+// and returns the final one.
 type Watch struct {
 	t       *Tracer
-	ns      uint32 // the namespace's inode, or the root pid of a watched tree
+	ns      uint32 // the namespace's inode, or the key of watched trees
 	scope   string
 	root    int
 	partial bool
@@ -31,7 +35,10 @@ type Watch struct {
 	cappedBy map[uint32]uint64
 	events   []Event
 	capped   uint64
-	closed   bool
+	rootFile *tracerRootFile // registered RootExec, if any
+	// treeMu orders AddTree and Close: no tree joins a closing watch.
+	treeMu sync.Mutex
+	closed bool
 }
 
 // WatchOptions shape one watch.
@@ -42,30 +49,78 @@ type WatchOptions struct {
 	// SkipRunning leaves the processes already in the namespace unattributed
 	// (a launcher holding at a go-ahead): only what execs from now on counts.
 	SkipRunning bool
-	// Tree allows, when the process shares the tracer's pid namespace (as
-	// gVisor's sentry does here: runsc-sandbox runs in the host's), watching
-	// the process tree instead: the process, its descendants and whatever
-	// they fork from now on.
+	// Tree allows, when the process shares both the tracer's pid namespace
+	// and its mount namespace, watching the process tree instead: the
+	// process, its descendants and whatever they fork from now on.
 	Tree bool
+	// RootExec is a file (the probe binary) whose exec by a process of a
+	// held tree (AddTree) starts a tree of its own, rooted at the exec'ing
+	// process: under
+	// a wrapper, the probe's doings apart from those of the wrapper's
+	// processes that started it (whose setup makes the very calls the
+	// probes try: mounts, namespaces, seccomp filters). It is matched by
+	// device and inode, so any bind mount of it counts.
+	RootExec string
 }
 
-// Watch starts watching the pid namespace of host process pid (a container's
-// init, as its runtime reports it). Unless told to skip them, processes
-// already in the namespace are attributed from now on, each as its own tree.
-// Watching a namespace twice, or the tracer's own, is an error.
+// heldBit marks the root key of a held command's tree (AddTree; the
+// kernel side's HELD_ROOT): no pid has it, so a root file the command's
+// own process execs still starts a tree of its own, and only a held tree's
+// exec of it does (the probe's re-execs of itself stay the probe's).
+const heldBit = 1 << 31
+
+// treeKeys is where the keys of WatchTrees' watches start: above every pid
+// (PID_MAX_LIMIT is 4,194,304) and below every namespace inode (proc's
+// inodes start at 0xf0000000), so no key is ever a namespace's.
+const treeKeys = 1 << 30
+
+// Watch starts watching the sandbox of host process pid (a container's
+// init, as its runtime reports it): its pid namespace when it has one of
+// its own, else (a container sharing the host's pid namespace) its mount
+// namespace when that is its own, else, with opts.Tree, its process tree
+// (pid's key). Unless told to skip them, processes already in the
+// namespace are attributed from now on, each as its own tree. Watching a
+// namespace twice, or the tracer's own, is an error.
 func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
-	ns, err := pidNS(pid)
+	ns, err := nsInode(pid, "pid")
 	if err != nil {
 		return nil, err
 	}
 	scope := ScopeNamespace
-	if host, err := pidNS(os.Getpid()); err == nil && host == ns {
-		if !opts.Tree {
-			return nil, fmt.Errorf("watching pid %d: it shares the tracer's own pid namespace; only a separate one can be watched", pid)
+	if host, err := nsInode(os.Getpid(), "pid"); err == nil && host == ns {
+		mnt, err := nsInode(pid, "mnt")
+		if err != nil {
+			return nil, err
 		}
-		// Namespace inodes are far above any pid, so the pid is a free key.
-		scope, ns = ScopeTree, uint32(pid)
+		own, err := nsInode(os.Getpid(), "mnt")
+		switch {
+		case err == nil && own != mnt:
+			scope, ns = ScopeMount, mnt
+		case !opts.Tree:
+			return nil, fmt.Errorf("watching pid %d: it shares the tracer's own pid and mount namespaces; only a separate one can be watched", pid)
+		default:
+			// Namespace inodes are far above any pid, so the pid is a
+			// free key.
+			scope, ns = ScopeTree, uint32(pid)
+		}
 	}
+	return t.watch(ns, scope, pid, opts)
+}
+
+// WatchTrees starts watching a sandbox that has no process yet, and none
+// between its commands (a wrapper's invocations): each command joins the
+// watch as a tree of its own (AddTree), held before it runs anything.
+func (t *Tracer) WatchTrees(opts WatchOptions) (*Watch, error) {
+	t.mu.Lock()
+	t.trees++
+	key := uint32(treeKeys + t.trees)
+	t.mu.Unlock()
+	opts.SkipRunning = true
+	return t.watch(key, ScopeTree, 0, opts)
+}
+
+// watch registers a watch of key (a namespace's inode or a trees' key).
+func (t *Tracer) watch(ns uint32, scope string, pid int, opts WatchOptions) (*Watch, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -73,42 +128,92 @@ func (t *Tracer) Watch(pid int, opts WatchOptions) (*Watch, error) {
 	}
 	if _, dup := t.watches[ns]; dup {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("watching pid namespace %d: already watched", ns)
+		return nil, fmt.Errorf("watching %s %d: already watched", scope, ns)
 	}
 	w := &Watch{t: t, ns: ns, scope: scope, root: pid, partial: opts.Partial, argv: map[uint32][]string{}, seeded: map[uint32]bool{}, cappedBy: map[uint32]uint64{}}
 	t.watches[ns] = w
 	t.mu.Unlock()
+	var err error
 	if w.lost0, err = t.Lost(); err != nil {
 		return nil, errors.Join(err, w.forget())
 	}
-	// A tree's root pid is registered too, though no namespace has it for
-	// an inode: the kernel side checks it to stop counting a tree without a
+	if opts.RootExec != "" {
+		var st unix.Stat_t
+		if err := unix.Stat(opts.RootExec, &st); err != nil {
+			return nil, errors.Join(fmt.Errorf("watching: reading the root file %s: %w", opts.RootExec, err), w.forget())
+		}
+		// The kernel's dev_t: major in the top 12 bits, minor in the low 20.
+		rf := tracerRootFile{Ns: ns, Dev: unix.Major(st.Dev)<<20 | unix.Minor(st.Dev), Ino: st.Ino}
+		if err := t.objs.RootFiles.Put(rf, uint32(1)); err != nil {
+			return nil, errors.Join(fmt.Errorf("watching: registering the root file %s: %w", opts.RootExec, err), w.forget())
+		}
+		w.rootFile = &rf
+	}
+	// A tree's key is registered too, though no namespace has it for an
+	// inode: the kernel side checks it to stop counting a tree without a
 	// slot once its watch is closed.
 	one := uint32(1)
 	if err := t.objs.Sandboxes.Put(ns, one); err != nil {
-		return nil, errors.Join(fmt.Errorf("registering pid namespace %d: %w", ns, err), w.forget())
+		return nil, errors.Join(fmt.Errorf("registering %s %d: %w", scope, ns, err), w.unregister())
 	}
 	if !opts.SkipRunning {
 		if err := w.seed(); err != nil {
-			return nil, errors.Join(err, w.forget())
+			return nil, errors.Join(err, w.unregister())
 		}
 		// The seeded tasks may be cached as unwatched.
 		if err := t.bumpGeneration(); err != nil {
-			return nil, errors.Join(err, w.forget())
+			return nil, errors.Join(err, w.unregister())
 		}
 	}
 	return w, nil
 }
 
-// NS is the watched pid namespace's inode.
+// unregister undoes a watch that failed to start.
+func (w *Watch) unregister() error {
+	_, err := w.Close()
+	return err
+}
+
+// AddTree attributes host process pid, and whatever it forks from now on,
+// to the watch as a tree of its own, and returns the tree's root key (not
+// pid: a held tree's key is told apart from every process's, Tree.Held).
+// It is meant for a command's root held before it runs anything (a
+// wrapper's invocation): nothing it did before is known, and children it
+// already forked are not attributed. A root file (WatchOptions.RootExec)
+// that any process of the tree execs starts a tree of its own. The
+// tracer's own process cannot be added.
+func (w *Watch) AddTree(pid int) (uint32, error) {
+	if pid <= 1 || pid >= heldBit || pid == os.Getpid() {
+		return 0, fmt.Errorf("adding process %d to a watch: not a sandbox's process", pid)
+	}
+	w.treeMu.Lock()
+	defer w.treeMu.Unlock()
+	if w.closed {
+		return 0, fmt.Errorf("adding process %d to a watch: the watch is closed", pid)
+	}
+	root := uint32(pid) | heldBit
+	if err := w.markAs(pid, root); err != nil {
+		return 0, err
+	}
+	if b := bounded.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid), 64<<10); len(b) > 0 {
+		w.t.mu.Lock()
+		w.argv[root] = splitArgv(b)
+		w.t.mu.Unlock()
+	}
+	// The process may be cached as unwatched.
+	return root, w.t.bumpGeneration()
+}
+
+// NS is the watched namespace's inode, or the watched trees' key.
 func (w *Watch) NS() uint32 { return w.ns }
 
 // seed attributes the processes already in the namespace or tree.
 func (w *Watch) seed() error {
 	var pids []int
-	if w.scope == ScopeTree {
+	switch w.scope {
+	case ScopeTree:
 		pids = descendants(w.root)
-	} else {
+	default:
 		ents, err := os.ReadDir("/proc")
 		if err != nil {
 			return fmt.Errorf("listing processes: %w", err)
@@ -118,7 +223,7 @@ func (w *Watch) seed() error {
 			if err != nil {
 				continue
 			}
-			if ns, err := pidNS(pid); err == nil && ns == w.ns {
+			if ns, err := nsInode(pid, w.nsKind()); err == nil && ns == w.ns {
 				pids = append(pids, pid)
 			}
 		}
@@ -170,15 +275,18 @@ const pidfdThread = unix.O_EXCL
 // mark attributes a running process and its threads to the watch as a tree
 // of its own: a slot if one is free, then each thread's task storage (keyed
 // by pidfd). A process that exits meanwhile is skipped.
-func (w *Watch) mark(pid int) error {
-	info := tracerTaskInfo{Ns: w.ns, Root: uint32(pid), Slot: noSlot}
+func (w *Watch) mark(pid int) error { return w.markAs(pid, uint32(pid)) }
+
+// markAs is mark with the tree's root key.
+func (w *Watch) markAs(pid int, root uint32) error {
+	info := tracerTaskInfo{Ns: w.ns, Root: root, Slot: noSlot}
 	var slot uint32
 	if err := w.t.objs.FreeSlots.LookupAndDelete(nil, &slot); err == nil {
 		var old tracerSlotOwner
 		if err := w.t.objs.Owners.Lookup(slot, &old); err != nil {
 			return fmt.Errorf("attributing process %d: reading slot %d: %w", pid, slot, err)
 		}
-		owner := tracerSlotOwner{Ns: w.ns, Root: uint32(pid), Epoch: old.Epoch + 1}
+		owner := tracerSlotOwner{Ns: w.ns, Root: root, Epoch: old.Epoch + 1}
 		if err := w.t.objs.Owners.Put(slot, owner); err != nil {
 			return fmt.Errorf("attributing process %d: %w", pid, err)
 		}
@@ -252,7 +360,7 @@ func (w *Watch) report(slots map[uint32]tracerSlotOwner) (*Report, error) {
 	tree := func(root uint32) *Tree {
 		t := r.Trees[root]
 		if t == nil {
-			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root], Seeded: w.seeded[root],
+			t = &Tree{Root: root, Syscalls: map[string]Count{}, Argv: w.argv[root], Seeded: w.seeded[root], Held: root&heldBit != 0,
 				OverBudget: budgets[root] >= treeEvents, Capped: w.cappedBy[root]}
 			r.Trees[root] = t
 		}
@@ -381,13 +489,20 @@ func (w *Watch) counts(slots map[uint32]tracerSlotOwner, drop bool) (map[tracerC
 // final counts are read after that, and each slot is zeroed before it is
 // freed, so a tree that takes it next starts from nothing.
 func (w *Watch) Close() (*Report, error) {
+	w.treeMu.Lock()
+	defer w.treeMu.Unlock()
 	if w.closed {
 		return nil, nil
 	}
 	w.closed = true
 	var errs []error
-	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil {
+	if err := w.t.objs.Sandboxes.Delete(w.ns); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, fmt.Errorf("unregistering pid namespace %d: %w", w.ns, err))
+	}
+	if w.rootFile != nil {
+		if err := w.t.objs.RootFiles.Delete(*w.rootFile); err != nil {
+			errs = append(errs, fmt.Errorf("unregistering the root file: %w", err))
+		}
 	}
 	slots, err := w.slots()
 	errs = append(errs, err)
@@ -435,19 +550,27 @@ func (w *Watch) forget() error {
 	return nil
 }
 
-// pidNS returns the inode of a process's pid namespace.
-func pidNS(pid int) (uint32, error) {
-	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the pid namespace of process %d: %w", pid, err)
+// nsKind is the /proc/PID/ns entry of the watch's namespace.
+func (w *Watch) nsKind() string {
+	if w.scope == ScopeMount {
+		return "mnt"
 	}
-	v, ok := strings.CutPrefix(l, "pid:[")
+	return "pid"
+}
+
+// nsInode returns the inode of a process's namespace of a kind (pid, mnt).
+func nsInode(pid int, kind string) (uint32, error) {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, kind))
+	if err != nil {
+		return 0, fmt.Errorf("reading the %s namespace of process %d: %w", kind, pid, err)
+	}
+	v, ok := strings.CutPrefix(l, kind+":[")
 	if !ok || !strings.HasSuffix(v, "]") {
-		return 0, fmt.Errorf("reading the pid namespace of process %d: unexpected link %q", pid, l)
+		return 0, fmt.Errorf("reading the %s namespace of process %d: unexpected link %q", kind, pid, l)
 	}
 	n, err := strconv.ParseUint(strings.TrimSuffix(v, "]"), 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("reading the pid namespace of process %d: %w", pid, err)
+		return 0, fmt.Errorf("reading the %s namespace of process %d: %w", kind, pid, err)
 	}
 	return uint32(n), nil
 }

@@ -151,6 +151,13 @@ func Run(ctx context.Context, cmd *exec.Cmd) (runners.ExitResult, error) {
 	if err != nil {
 		return runners.ExitResult{ExitCode: -1}, err
 	}
+	return p.WaitOrKill(ctx)
+}
+
+// WaitOrKill is Wait, but when ctx ends first the command's process group
+// is killed and it returns exit code -1 with ctx's error, once the command
+// is reaped (or after a bound).
+func (p *Proc) WaitOrKill(ctx context.Context) (runners.ExitResult, error) {
 	res, err := p.Wait(ctx)
 	if ctx.Err() != nil && !p.Exited() {
 		p.Kill()

@@ -58,6 +58,7 @@ var (
 	_ runners.Waiter           = (*Sandbox)(nil)
 	_ runners.TeardownVerifier = (*Sandbox)(nil)
 	_ runners.CPUMeter         = (*Sandbox)(nil)
+	_ runners.TreeExecer       = (*Sandbox)(nil)
 )
 
 // StateRoot holds each sandbox's folder while it runs: its probe mount
@@ -141,7 +142,9 @@ func (r *Runner) HostCPUClock() bool { return true }
 // host meters its CPU through the cgroup; the probe folder is delivered
 // read-only; after Close it looks for what the box left on the host
 // (residue.go). No runtime view (a wrapper has no runtime to ask) and no host
-// PID (no process of the sandbox lives between invocations).
+// PID (no process of the sandbox lives between invocations): the host's
+// tracer follows each invocation from its root instead, which the runner
+// holds until the tracer watches it (runners.TreeExecer, SandboxSpec.Watch).
 func (r *Runner) Capabilities() runners.Capabilities {
 	return runners.Capabilities{Network: true, ProbeDelivery: true, TaskLaunch: true, CPUMeter: true, Residue: true}
 }
@@ -217,11 +220,11 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 		return sb, err
 	}
 	if len(spec.Command) > 0 {
-		cmd, err := sb.command(spec.Command)
+		cmd, err := sb.command(spec.Command, spec.Watch != nil)
 		if err != nil {
 			return sb, err
 		}
-		if sb.task, err = process.StartProc(cmd); err != nil {
+		if sb.task, err = startHeld(cmd, spec.Watch); err != nil {
 			return sb, err
 		}
 	}
@@ -345,7 +348,7 @@ func (sb *Sandbox) checkOnce(ctx context.Context) error {
 // print what list prints. Anything else is the one error of the start.
 func (sb *Sandbox) check(ctx context.Context) error {
 	argv := []string{runners.ProbeMount + "/" + runners.ProbeBinary, "list"}
-	cmd, err := sb.command(argv)
+	cmd, err := sb.command(argv, false)
 	if err != nil {
 		return err
 	}
@@ -385,8 +388,9 @@ func excerpt(b []byte) string {
 
 // command is argv as one invocation of the wrapper: a root shell joins the
 // sandbox's cgroup, nsenter enters its network namespace, setpriv drops to
-// the target's user, and the wrapper runs in ${WORKDIR}.
-func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
+// the target's user, and the wrapper runs in ${WORKDIR}. A held command's
+// shell first waits for its go-ahead (startHeld).
+func (sb *Sandbox) command(argv []string, held bool) (*exec.Cmd, error) {
 	argv, err := sb.paramsFile(sb.rewrite(argv))
 	if err != nil {
 		return nil, err
@@ -400,7 +404,7 @@ func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
 	if sb.r.id.Name != "" {
 		groups = "--init-groups"
 	}
-	cmd := sb.hostCommand(words, !sb.r.id.Root(), groups)
+	cmd := sb.hostCommand(words, !sb.r.id.Root(), groups, held)
 	cmd.Env = sb.env
 	cmd.Dir = sb.workdir
 	return cmd, nil
@@ -409,9 +413,14 @@ func (sb *Sandbox) command(argv []string) (*exec.Cmd, error) {
 // hostCommand is argv as a host process of the sandbox: a root shell joins
 // the sandbox's cgroup, nsenter enters its network namespace (fd 3) and,
 // asUser, setpriv drops to the target's user with groups (setpriv's
-// --init-groups or --clear-groups).
-func (sb *Sandbox) hostCommand(argv []string, asUser bool, groups string) *exec.Cmd {
+// --init-groups or --clear-groups). A held shell first reads its go-ahead
+// from fd 4, the read end of startHeld's pipe: an EOF before the line (the
+// runner gave up) ends it unrun.
+func (sb *Sandbox) hostCommand(argv []string, asUser bool, groups string, held bool) *exec.Cmd {
 	script := sb.cgroup.JoinScript() + `exec nsenter --net=/proc/self/fd/3 -- "$@"`
+	if held {
+		script = `read -r go <&4 || exit 125; exec 4<&-; ` + script
+	}
 	pre := []string{"-c", script, "sh"}
 	if asUser {
 		pre = append(pre, "setpriv", "--reuid="+strconv.Itoa(sb.r.id.UID), "--regid="+strconv.Itoa(sb.r.id.GID), groups, "--")
@@ -419,6 +428,32 @@ func (sb *Sandbox) hostCommand(argv []string, asUser bool, groups string) *exec.
 	cmd := exec.Command("/bin/sh", append(pre, argv...)...)
 	cmd.ExtraFiles = []*os.File{sb.net.File()}
 	return cmd
+}
+
+// startHeld starts cmd, held at its go-ahead when watch is set (command's
+// held): watch gets the root shell's host pid before the shell has run
+// anything of the command, and the shell goes on once watch returns.
+func startHeld(cmd *exec.Cmd, watch func(pid int)) (*process.Proc, error) {
+	if watch == nil {
+		return process.StartProc(cmd)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("making the command's go-ahead: %w", err)
+	}
+	defer w.Close()
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r) // fd 4: fd 3 is the network namespace
+	p, err := process.StartProc(cmd)
+	r.Close()
+	if err != nil {
+		return nil, err
+	}
+	watch(p.Pid())
+	if _, err := w.Write([]byte("go\n")); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("giving the command its go-ahead: %w", err)
+	}
+	return p, nil
 }
 
 // rewrite points the command's probe paths at the probe mount: words
@@ -556,17 +591,28 @@ func (sb *Sandbox) Workdir() string { return sb.workdir }
 // is capped at runners.MaxOutput each. When ctx ends first the invocation's
 // process group is killed and Exec returns exit code -1 and ctx's error.
 func (sb *Sandbox) Exec(ctx context.Context, argv []string) (runners.ExitResult, error) {
+	return sb.ExecTree(ctx, argv, nil)
+}
+
+// ExecTree is Exec with the invocation's root shell held, before it runs
+// anything of the command, until watch (given its host pid) returns; a nil
+// watch holds nothing.
+func (sb *Sandbox) ExecTree(ctx context.Context, argv []string, watch func(pid int)) (runners.ExitResult, error) {
 	if len(argv) == 0 {
 		return runners.ExitResult{ExitCode: -1}, errors.New("exec: empty command")
 	}
 	if err := sb.running(); err != nil {
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
 	}
-	cmd, err := sb.command(argv)
+	cmd, err := sb.command(argv, watch != nil)
 	if err != nil {
 		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
 	}
-	res, err := process.Run(ctx, cmd)
+	p, err := startHeld(cmd, watch)
+	if err != nil {
+		return runners.ExitResult{ExitCode: -1}, fmt.Errorf("exec of %s: %w", argv[0], err)
+	}
+	res, err := p.WaitOrKill(ctx)
 	if err != nil {
 		return res, fmt.Errorf("exec of %s: %w", argv[0], err)
 	}
@@ -596,7 +642,7 @@ func (sb *Sandbox) Spawn(ctx context.Context, argv []string, user string, env []
 	if uid, err := strconv.Atoi(user); user != "0" && user != "" && (err != nil || uid != sb.r.id.UID) {
 		return fmt.Errorf("spawn of %s: user %q is neither 0 nor the target's user", argv[0], user)
 	}
-	cmd := sb.hostCommand(argv, user != "0", "--clear-groups")
+	cmd := sb.hostCommand(argv, user != "0", "--clear-groups", false)
 	cmd.Env = append(append([]string(nil), sb.env...), env...)
 	cmd.Dir = "/"
 	if _, err := process.StartProc(cmd); err != nil {

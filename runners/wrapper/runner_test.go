@@ -203,3 +203,87 @@ func TestNetworkProxy(t *testing.T) {
 		t.Error("network host was accepted")
 	}
 }
+
+// stillHeld says whether pid is still the runner's shell waiting for its
+// go-ahead: it has exec'd nothing yet.
+func stillHeld(pid int) bool {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 2 && args[0] == "/bin/sh" && strings.HasPrefix(args[2], "read -r go <&4")
+}
+
+// ExecTree holds the invocation's root shell until its watch returns: the
+// watch gets the shell's host pid while nothing of the command has run (its
+// mark is absent, the shell has exec'd nothing), and the command runs once
+// it returns. A plain Exec holds nothing.
+func TestExecTreeHoldsTheRootUntilWatched(t *testing.T) {
+	sb := startEnv(t, Config{User: "nobody"})
+	mark := filepath.Join(sb.Workdir(), "ran")
+	var (
+		root           int
+		ranEarly, held bool
+	)
+	res, err := sb.ExecTree(t.Context(), []string{"/bin/sh", "-c", `echo $$ > ran; echo ok`}, func(pid int) {
+		root = pid
+		time.Sleep(200 * time.Millisecond) // time enough for an unheld command to run
+		_, err := os.Stat(mark)
+		ranEarly = err == nil
+		held = stillHeld(pid)
+	})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "ok" {
+		t.Fatalf("ExecTree: %v, exit %d, stdout %q, stderr %q", err, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if root <= 1 {
+		t.Fatalf("the watch was given pid %d", root)
+	}
+	if ranEarly || !held {
+		t.Errorf("the command ran before its watch returned (mark there %t, root still the held shell %t)", ranEarly, held)
+	}
+	// The command ran in the tree of the pid the watch was given: the
+	// root shell exec'd through nsenter and setpriv into the command.
+	b, err := os.ReadFile(mark)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(root) {
+		t.Errorf("the command ran as pid %q (%v), want the watched root %d", b, err, root)
+	}
+	res, err = sb.Exec(t.Context(), []string{"/bin/sh", "-c", "echo plain"})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "plain" {
+		t.Errorf("Exec: %v, stdout %q", err, res.Stdout)
+	}
+}
+
+// A task (SandboxSpec.Command) with SandboxSpec.Watch is held the same
+// way: Start calls Watch with the task's root before the task runs.
+func TestTaskHeldUntilWatched(t *testing.T) {
+	requireTool(t, "env", defaultPath)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, runners.ProbeBinary), []byte("#!/bin/sh\necho list\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Argv: []string{"env", VarArgv}, User: "root", Network: "none"}, "../../fixtures/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int
+	var held bool
+	spec := runners.SandboxSpec{Name: "t", ProbeDir: dir, Command: []string{"/bin/sh", "-c", `echo $$`},
+		Watch: func(pid int) {
+			root = pid
+			time.Sleep(200 * time.Millisecond) // time enough for an unheld task to run
+			held = stillHeld(pid)
+		}}
+	sb, err := r.Start(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(t.Context())
+	if !held {
+		t.Errorf("the task ran before its watch returned")
+	}
+	res, err := sb.(runners.Waiter).Wait(t.Context())
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(root) || root <= 1 {
+		t.Errorf("the task: %v, stdout %q, want the watched root %d", err, res.Stdout, root)
+	}
+}

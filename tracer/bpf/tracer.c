@@ -3,7 +3,8 @@
  * kprobes, fentry or BPF LSM, which the kernels sandcheck runs on may lack.
  *
  * Attribution: a task belongs to a watched sandbox once it execs inside a
- * registered pid namespace (or any namespace nested in one), or is forked
+ * registered pid namespace (or any namespace nested in one) or a registered
+ * mount namespace, or is forked
  * (process or thread) by a task that already belongs; user space seeds the
  * tasks already running when it registers a namespace. The container
  * runtime's own host processes, and its init stage that enters the namespace
@@ -40,9 +41,18 @@ char __license[] SEC("license") = "Dual BSD/GPL";
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_SANDBOXES);
-	__type(key, u32);   /* pid namespace inode */
+	__type(key, u32);   /* pid or mount namespace inode */
 	__type(value, u32); /* 1: watched */
-} sandboxes SEC(".maps"); /* also holds watched trees' root pids */
+} sandboxes SEC(".maps"); /* also holds watched trees' keys (tracer/watch.go) */
+
+/* Files whose exec by a watched task starts a tree of its own in the
+ * task's watch (WatchOptions.RootExec). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SANDBOXES);
+	__type(key, struct root_file);
+	__type(value, u32);
+} root_files SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -171,13 +181,14 @@ static __always_inline struct event *reserve(u32 kind, const struct task_info *t
 }
 
 /* watched_ns returns the watched namespace the task lives in, looking at its
- * own pid namespace and every ancestor below the host's, or 0. */
+ * own pid namespace and every ancestor below the host's, then at its mount
+ * namespace (a container that shares the host's pid namespace still has a
+ * mount namespace of its own, which each process entering it execs in), or
+ * 0. */
 static __always_inline u32 watched_ns(struct task_struct *task)
 {
 	struct pid *pid = BPF_CORE_READ(task, thread_pid);
 	unsigned int level = BPF_CORE_READ(pid, level);
-	if (level == 0)
-		return 0;
 	for (unsigned int i = MAX_NS_DEPTH; i >= 1; i--) {
 		if (i > level)
 			continue;
@@ -187,6 +198,9 @@ static __always_inline u32 watched_ns(struct task_struct *task)
 		if (bpf_map_lookup_elem(&sandboxes, &inum))
 			return inum;
 	}
+	u32 mnt = BPF_CORE_READ(task, nsproxy, mnt_ns, ns.inum);
+	if (mnt && bpf_map_lookup_elem(&sandboxes, &mnt))
+		return mnt;
 	return 0;
 }
 
@@ -234,6 +248,20 @@ int sc_exec(u64 *ctx)
 		ti = new_tree(task, ns, tgid);
 		if (!ti)
 			return 0;
+	} else if (ti->root & HELD_ROOT) {
+		/* A task of a held command's tree (a wrapper's processes)
+		 * exec'ing a root file (the probe binary) starts a tree of its
+		 * own: its doings apart from those of the wrapper that started
+		 * it. Below that, the probe's own re-execs stay its own. */
+		struct inode *ino = BPF_CORE_READ(bprm, file, f_inode);
+		struct root_file rf = {.ns = ti->ns, .dev = BPF_CORE_READ(ino, i_sb, s_dev), .ino = BPF_CORE_READ(ino, i_ino)};
+		if (bpf_map_lookup_elem(&root_files, &rf)) {
+			u32 ns = ti->ns;
+			bpf_task_storage_delete(&marks, task);
+			ti = new_tree(task, ns, tgid);
+			if (!ti)
+				return 0;
+		}
 	}
 	struct event *ev = reserve(EV_EXEC, ti, tgid, (u32)id);
 	if (!ev)

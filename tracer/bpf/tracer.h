@@ -21,6 +21,7 @@
 #define MAX_SIGS 16384    /* distinct event-worthy calls counted in the kernel */
 #define TREE_EVENTS 1024  /* syscall events one tree may stream */
 #define BUDGET_NR 0xffffffff /* a sig_key.nr: the tree's streamed events */
+#define HELD_ROOT 0x80000000 /* in a root: a held command's tree (no tgid has it) */
 
 enum event_kind {
 	EV_EXEC = 1,
@@ -116,6 +117,14 @@ struct cpu_hot {
  * (no map lookup); read only for opens. */
 struct config {
 	struct prefix prefixes[MAX_PREFIXES];
+};
+
+/* A file whose exec by a task of watch ns starts a tree of its own there
+ * (the probe binary under a wrapper). dev is the kernel's dev_t. */
+struct root_file {
+	u32 ns;
+	u32 dev;
+	u64 ino;
 };
 
 struct count_key {

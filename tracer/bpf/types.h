@@ -79,6 +79,14 @@ struct pid {
 	struct upid numbers[1];
 };
 
+struct mnt_namespace {
+	struct ns_common ns;
+};
+
+struct nsproxy {
+	struct mnt_namespace *mnt_ns;
+};
+
 struct mm_struct {
 	unsigned long arg_start;
 	unsigned long arg_end;
@@ -95,9 +103,24 @@ struct task_struct {
 	struct pid *thread_pid;
 	struct mm_struct *mm;
 	struct task_struct *real_parent;
+	struct nsproxy *nsproxy;
+};
+
+struct super_block {
+	unsigned int s_dev;
+};
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+
+struct file {
+	struct inode *f_inode;
 };
 
 struct linux_binprm {
+	struct file *file;
 	const char *filename;
 };
 
