@@ -244,7 +244,7 @@ bench: setup build images ## hardened references through the CLI (wall, start, p
 	$(GO) test -run '^$$' -bench Grade ./policies/
 	$(GO) test -count=1 -run '^$$' -bench SBOMRunner -benchtime 3x -v ./provenance/ | grep -E 'SBOM|^ok|FAIL'
 
-matrix: setup build images ## run the process, bwrap, runc and runsc references; the compare matrix in $(OUT)/matrix and README.md
+matrix: setup build images ## every reference (process, bwrap, runc, runsc, the wrappers) over the whole catalog; the compare matrix in $(OUT)/matrix and docs/matrix.md, refused (exit 2) for an inconclusive cell fixtures/references does not explain
 	bash scripts/matrix.sh --readme $(BIN) $(OUT)/matrix
 
 # generate-check needs clang; without it the committed BPF objects are used

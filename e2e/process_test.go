@@ -11,7 +11,7 @@ import (
 // get through (that is its point), the bombs must stay bounded (the run
 // completes, nothing is left), and the verdict must fail.
 func TestProcessControlMostEscape(t *testing.T) {
-	r := sandcheck(t, "run", "--target", "fixtures/targets/process.yaml", "--quiet")
+	r := sharedRun(t, "process.yaml", false) // TestReferenceResults reads it too
 	rec := r.mustRecord(t)
 	if r.code != 1 {
 		t.Errorf("exit code %d, want 1 (criteria fail)\n%s\n%s", r.code, r.stdout, r.stderr)

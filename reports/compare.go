@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -37,6 +38,15 @@ type CompareColumn struct {
 	Outcome map[string]string
 	// Escaped counts the probes that escaped.
 	Escaped int
+	// Confirmed holds the probes whose effective outcome rests on the
+	// host's evidence (hostConfirmed), not on the probe's word alone.
+	Confirmed map[string]bool
+	// Dir is the folder of the run's record; Report the link to its
+	// report page from where the comparison is written (LinkReports).
+	Dir, Report string
+	// Explained gives, for each inconclusive cell, why the reference says
+	// the runner cannot measure it (ExplainInconclusive).
+	Explained map[string]string
 }
 
 // Comparison is a matrix of probes by sandbox kind.
@@ -98,7 +108,8 @@ func Compare(runs []Stored) Comparison {
 		}
 		col := CompareColumn{Kind: kind, Target: plain(rec.Target.Name), RunID: plain(rec.RunID), Kernel: plain(rec.Host.Kernel),
 			Verdict: verdictWord(rec.Verdict), Sandboxes: len(rec.Sandboxes), Surface: -1, Outcome: map[string]string{},
-			Runner: plain(rec.Runner), Through: plain(Reach(rec.Runner)), Remote: slices.Contains(remoteOrder, rec.Runner)}
+			Runner: plain(rec.Runner), Through: plain(Reach(rec.Runner)), Remote: slices.Contains(remoteOrder, rec.Runner),
+			Confirmed: map[string]bool{}, Dir: filepath.Dir(s.Path)}
 		var start float64
 		for _, sb := range rec.Sandboxes {
 			start += sb.StartSeconds
@@ -116,6 +127,9 @@ func Compare(runs []Stored) Comparison {
 		for _, r := range rec.Results {
 			eff := effective(rec.Verdict, r)
 			col.Outcome[r.Probe] = plain(string(eff))
+			if hostConfirmed(eff, r) {
+				col.Confirmed[r.Probe] = true
+			}
 			if eff == probes.Escaped {
 				col.Escaped++
 			}
@@ -169,9 +183,13 @@ func WriteCompareMarkdown(w io.Writer, c Comparison) error {
 	row("Host kernel surface", func(col CompareColumn) string { return surfaceText(col, cell) })
 	row("Host kernel", func(col CompareColumn) string { return kernelText(col, cell(col.Kernel)) })
 	row("Escaped", func(col CompareColumn) string { return fmt.Sprintf("%d of %d", col.Escaped, len(col.Outcome)) })
+	row("Blocked", func(col CompareColumn) string { return fmt.Sprintf("%d", col.count(probes.Blocked)) })
+	row("Inconclusive (explained)", func(col CompareColumn) string { return inconclusiveText(col) })
+	row("Host-confirmed", func(col CompareColumn) string { return fmt.Sprintf("%d of %d", len(col.Confirmed), len(col.Outcome)) })
 	for _, p := range c.Probes {
-		row(cell(p), func(col CompareColumn) string { return outcomeMark(col.Outcome[p]) })
+		row(cell(p), func(col CompareColumn) string { return cellMark(col, p) })
 	}
+	writeExplainedMarkdown(&b, c)
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -186,6 +204,7 @@ func kernelText(col CompareColumn, kernel string) string {
 }
 
 var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"mark": outcomeMark, "surface": surfaceHTML,
+	"cellmark": cellMark, "inconclusive": inconclusiveText, "explained": explainedCells, "legend": func() string { return confirmedLegend },
 	"kernel": func(col CompareColumn) string { return kernelText(col, col.Kernel) }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -196,7 +215,7 @@ var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:90rem;padding:0 1rem;color:#1b1f24}
 table{border-collapse:collapse}th,td{border:1px solid #d0d7de;padding:.2rem .45rem;font-size:.8rem;text-align:left}
 th{background:#f6f8fa}td.escaped{background:#ffebe9;color:#cf222e}td.blocked{background:#dafbe1;color:#1a7f37}
-td.inconclusive{background:#fff8c5}code{font-size:.78rem}
+td.inconclusive{background:#fff8c5}td a{color:inherit}code{font-size:.78rem}
 @media print{body{margin:0;max-width:none}td.escaped,td.blocked,td.inconclusive{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
 </style>
 </head>
@@ -212,8 +231,16 @@ td.inconclusive{background:#fff8c5}code{font-size:.78rem}
 <tr><th>Host kernel surface</th>{{range .Columns}}<td>{{surface .}}</td>{{end}}</tr>
 <tr><th>Host kernel</th>{{range .Columns}}<td><code>{{kernel .}}</code></td>{{end}}</tr>
 <tr><th>Escaped</th>{{range .Columns}}<td>{{.Escaped}} of {{len .Outcome}}</td>{{end}}</tr>
-{{range $p := .Probes}}<tr><th><code>{{$p}}</code></th>{{range $.Columns}}{{$o := index .Outcome $p}}<td class="{{$o}}">{{mark $o}}</td>{{end}}</tr>
+<tr><th>Blocked</th>{{range .Columns}}<td>{{.Count "blocked"}}</td>{{end}}</tr>
+<tr><th>Inconclusive (explained)</th>{{range .Columns}}<td>{{inconclusive .}}</td>{{end}}</tr>
+<tr><th>Host-confirmed</th>{{range .Columns}}<td>{{len .Confirmed}} of {{len .Outcome}}</td>{{end}}</tr>
+{{range $p := .Probes}}<tr><th><code>{{$p}}</code></th>{{range $.Columns}}{{$o := index .Outcome $p}}<td class="{{$o}}"{{with index .Explained $p}} title="{{.}}"{{end}}>{{if and .Report $o}}<a href="{{.Report}}#result-{{$p}}">{{cellmark . $p}}</a>{{else}}{{cellmark . $p}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
+<p>{{legend}}</p>
+{{if explained .}}<h2>Explained inconclusive cells</h2>
+<table><tr><th>Sandbox kind</th><th>Target</th><th>Probe</th><th>Why the runner cannot measure it</th></tr>
+{{range explained .}}<tr><td>{{.Kind}}</td><td>{{.Target}}</td><td><code>{{.Probe}}</code></td><td>{{.Why}}</td></tr>
+{{end}}</table>{{end}}
 </body>
 </html>
 `))

@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -89,5 +91,74 @@ func TestCompareRemoteRunners(t *testing.T) {
 		if !strings.Contains(html, s) {
 			t.Errorf("compare.html lacks %q", s)
 		}
+	}
+}
+
+// A matrix publishes an inconclusive cell only where its column's
+// reference says why: without a reference, or with one that does not
+// explain the cell, ExplainInconclusive names the column, its target and
+// the probe; with the reason, the cell stands and both pages show it.
+// Cells the host confirmed are marked, and each cell of compare.html links
+// to its run's report.
+func TestCompareExplainsInconclusiveCells(t *testing.T) {
+	dir := storeRuns(t, weakRecord())
+	runs, err := LoadRecords([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := t.TempDir()
+	c := Compare(runs)
+	err = c.ExplainInconclusive(refs)
+	if err == nil || !strings.Contains(err.Error(), "column docker/runc (target weak)") || !strings.Contains(err.Error(), "syscalls.bpf") {
+		t.Fatalf("no reference: %v, want an error naming the column, its target and the probe", err)
+	}
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(refs, "weak.yaml"), []byte("schema: sandcheck.dev/reference/v1\ntarget: weak\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("outcomes: {privilege.root-uid: escaped}\n")
+	if err := c.ExplainInconclusive(refs); err == nil || !strings.Contains(err.Error(), "should have measured") || !strings.Contains(err.Error(), "syscalls.bpf") {
+		t.Fatalf("reference without the reason: %v, want the probe refused", err)
+	}
+	write("outcomes: {syscalls.bpf: inconclusive}\n")
+	if err := c.ExplainInconclusive(refs); err == nil || !strings.Contains(err.Error(), "no reason") {
+		t.Fatalf("an inconclusive outcome without a reason: %v, want the reference refused", err)
+	}
+	write("inconclusive: {syscalls.bpf: \"the errno <b>14</b> is not one the probe knows\"}\n")
+	c = Compare(runs)
+	if err := c.ExplainInconclusive(refs); err != nil {
+		t.Fatalf("explained: %v", err)
+	}
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "runs", "a", "report.html"), []byte("<html></html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LinkReports(out); err != nil {
+		t.Fatal(err)
+	}
+	var md, page bytes.Buffer
+	if err := WriteCompareMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCompareHTML(&page, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| ` metadata.aws-imdsv1 ` | escaped ✓ |", "| ` privilege.root-uid ` | escaped |",
+		"| Inconclusive (explained) | 1 (1) |", "| Host-confirmed | 1 of 5 |", "## Explained inconclusive cells",
+		"| ` docker/runc ` | ` weak ` | ` syscalls.bpf ` | ` the errno <b>14</b> is not one the probe knows ` |"} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("compare.md lacks %q:\n%s", s, md.String())
+		}
+	}
+	rel, _ := filepath.Rel(out, filepath.Join(dir, "runs", "a", "report.html"))
+	for _, s := range []string{`<a href="` + rel + `#result-metadata.aws-imdsv1">escaped ✓</a>`,
+		`title="the errno &lt;b&gt;14&lt;/b&gt; is not one the probe knows"`, "<h2>Explained inconclusive cells</h2>"} {
+		if !strings.Contains(page.String(), s) {
+			t.Errorf("compare.html lacks %q", s)
+		}
+	}
+	if strings.Contains(page.String(), "<b>14") {
+		t.Error("compare.html carries the reason unescaped")
 	}
 }

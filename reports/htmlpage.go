@@ -85,7 +85,7 @@ details summary{cursor:pointer}
 <p>{{len .Results}} results: {{index .Counts "ok"}} ok, {{index .Counts "fail"}} fail, {{index .Counts "error"}} error, {{index .Counts "skipped"}} skipped, {{index .Counts "not-tested"}} not tested.</p>
 <details><summary>Every result with its evidence</summary>
 <table><tr><th>Probe</th><th>Criterion</th><th>Severity</th><th>Expected</th><th>Reported</th><th>Effective</th><th>Status</th><th>Why / evidence</th><th>s</th></tr>
-{{range .Results}}<tr><td><code>{{.Probe}}</code></td><td>{{.Criterion}}</td><td>{{.Severity}}</td><td>{{.Expected}}</td><td>{{.Reported}}</td><td>{{.Effective}}</td><td class="s-{{.State}}">{{.State}}</td>
+{{range .Results}}<tr id="result-{{.Probe}}"><td><code>{{.Probe}}</code></td><td>{{.Criterion}}</td><td>{{.Severity}}</td><td>{{.Expected}}</td><td>{{.Reported}}</td><td>{{.Effective}}</td><td class="s-{{.State}}">{{.State}}</td>
 <td>{{if .Message}}<div><code>{{.Message}}</code></div>{{end}}{{if .Detail}}<div><code>detail: {{.Detail}}</code></div>{{end}}{{range .Evidence}}<div><code>{{.}}</code></div>{{end}}</td><td>{{printf "%.2f" .Seconds}}</td></tr>
 {{end}}</table></details>
 {{with .Tracer}}<h2>Kernel view (eBPF tracer)</h2>

@@ -2,13 +2,17 @@
 # matrix.sh runs the reference of each sandbox kind on this machine (the
 # process control, hardened bubblewrap, hardened Docker with runc and with
 # gVisor's runsc) and the wrapper references (bwrap by hand, srt as root,
-# as a user and strict, firejail default and strict), each through
-# `sandcheck run` with the full catalog, and renders `sandcheck compare`
-# over the runs: out/compare.md and
-# compare.html. With --docs (or its old spelling --readme) it also puts the
-# matrix into docs/matrix.md between its matrix markers. A run that fails its verdict (exit 1: the
-# process control always does) is a row like any other; one the harness
-# could not complete (exit 2) stops the script.
+# as a user and strict, firejail default and strict as root and as a user),
+# each through `sandcheck run` with the full catalog, and renders `sandcheck
+# compare` over the runs: out/compare.md and compare.html (each cell linked
+# to its run's report.html). With --docs (or its old spelling --readme) it
+# also puts the matrix into docs/matrix.md between its matrix markers. A run
+# that fails its verdict (exit 1: the process control always does) is a
+# column like any other; one the harness could not complete (exit 2) stops
+# the script, and so does a column with an inconclusive cell that its
+# reference (fixtures/references/<target>.yaml) does not explain: compare
+# --references refuses it, naming the column, its target and the probes,
+# and nothing is published.
 #
 # usage: scripts/matrix.sh [--docs] BIN OUT
 set -euo pipefail
@@ -28,6 +32,7 @@ kinds=(process:process.yaml bwrap:bwrap-hardened.yaml runc:hardened.yaml runsc:h
 	wrapper-bwrap:wrapper-bwrap.yaml wrapper-srt-root:wrapper-srt-root.yaml wrapper-srt-user:wrapper-srt-user.yaml
 	wrapper-srt-strict:wrapper-srt-strict.yaml wrapper-firejail:wrapper-firejail.yaml
 	wrapper-firejail-strict:wrapper-firejail-strict.yaml wrapper-firejail-user:wrapper-firejail-user.yaml
+	wrapper-firejail-strict-user:wrapper-firejail-strict-user.yaml
 	wrapper-srt-allow-ip:wrapper-srt-allow-ip.yaml)
 runs=()
 for kt in "${kinds[@]}"; do
@@ -41,10 +46,14 @@ for kt in "${kinds[@]}"; do
 		echo "matrix: the $kind run ($target) could not complete (exit 2); see $out/$kind.log" >&2
 		exit 2
 	fi
-	printf 'matrix: %-23s %-44s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
+	printf 'matrix: %-28s %-49s exit %d in %.1f s (load average %s)\n' "$kind" "$target" "$code" "$(echo "$(date +%s.%N) - $start" | bc)" "$load" >&2
 	runs+=("$out/$kind")
 done
-"$bin/sandcheck" compare "${runs[@]}" --out-dir "$out" >/dev/null
+if ! "$bin/sandcheck" compare --references fixtures/references "${runs[@]}" --out-dir "$out" >"$out/compare.log" 2>&1; then
+	echo "matrix: refused: sandcheck compare found a column it cannot publish (exit 2):" >&2
+	cat "$out/compare.log" >&2
+	exit 2
+fi
 echo "matrix: $out/compare.md, $out/compare.html" >&2
 
 if $readme; then
@@ -60,7 +69,9 @@ if $readme; then
 		printf '%s\n\n' "$begin"
 		printf 'Generated on %s (%s, %d CPUs, kernel %s) by `make matrix`.\n\n' \
 			"$(date -u +%Y-%m-%d)" "$(. /etc/os-release && echo "$PRETTY_NAME")" "$(nproc)" "$(uname -r)"
-		sed '1,/^$/d' "$out/compare.md" | grep -v '^| ` '
+		# The summary: the first table without its probe rows, and the
+		# legend after it.
+		sed '1,/^$/d' "$out/compare.md" | awk '/^$/ { n++ } n >= 2 { exit } !/^\| ` /'
 		printf '\n<details><summary>Every probe by sandbox kind</summary>\n\n'
 		sed '1,/^$/d' "$out/compare.md"
 		printf '\n</details>\n\n%s\n' "$end"

@@ -11,7 +11,7 @@ import (
 )
 
 func compareCmd() *cobra.Command {
-	var out string
+	var out, refs string
 	c := &cobra.Command{
 		Use:   "compare RUN...",
 		Short: "Matrix of probes by sandbox kind over stored runs (Markdown and HTML)",
@@ -19,8 +19,14 @@ func compareCmd() *cobra.Command {
 renders a matrix of probes by sandbox kind (process, bwrap, docker/runc,
 docker/runsc, ...) with each kind's mean sandbox start time and host kernel
 surface (the distinct host syscalls the tracer saw). The Markdown goes to
-standard output; with --out-dir, compare.md and compare.html are written there.
-Exit 2 when a record cannot be read.`,
+standard output; with --out-dir, compare.md and compare.html are written there,
+each cell of compare.html linked to its run's report (report.html beside the
+run's run.json). A cell whose outcome the host confirmed (canary, tracer,
+runtime view, kernel, teardown) is marked; the others rest on the probe's word.
+With --references DIR, an inconclusive cell stands only where the reference
+file of its column's target (DIR/<target>.yaml, key inconclusive) says why;
+any other is refused: nothing is written and the exit code is 2, naming the
+column, its target and the probes. Exit 2 when a record cannot be read.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := reports.LoadRecords(args)
@@ -28,6 +34,11 @@ Exit 2 when a record cannot be read.`,
 				return harness(err)
 			}
 			c := reports.Compare(runs)
+			if refs != "" {
+				if err := c.ExplainInconclusive(refs); err != nil {
+					return harness(fmt.Errorf("the matrix has unexplained inconclusive cells: %w", err))
+				}
+			}
 			var md, page bytes.Buffer
 			if err := reports.WriteCompareMarkdown(&md, c); err != nil {
 				return harness(err)
@@ -35,6 +46,9 @@ Exit 2 when a record cannot be read.`,
 			if out == "" {
 				_, err := cmd.OutOrStdout().Write(md.Bytes())
 				return err
+			}
+			if err := c.LinkReports(out); err != nil {
+				return harness(err)
 			}
 			if err := reports.WriteCompareHTML(&page, c); err != nil {
 				return harness(err)
@@ -48,6 +62,7 @@ Exit 2 when a record cannot be read.`,
 		},
 	}
 	c.Flags().StringVar(&out, "out-dir", "", "folder to write compare.md and compare.html into")
+	c.Flags().StringVar(&refs, "references", "", "folder of the reference result files (fixtures/references): refuse an inconclusive cell they do not explain")
 	deprecatedAlias(c.Flags(), "out", "out-dir")
 	return c
 }

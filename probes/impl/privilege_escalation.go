@@ -185,9 +185,16 @@ func privSetuidBinaries(ctx context.Context, p probes.Params) probes.Result {
 	}
 	canary := filepath.Join(p.ProbeDir, probes.SuidCanary)
 	var st unix.Stat_t
-	if err := unix.Lstat(canary, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&unix.S_ISUID == 0 || st.Uid != 0 {
+	if err := unix.Lstat(canary, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&unix.S_ISUID == 0 || (st.Uid != 0 && !unmappedOwner(st.Uid)) {
 		e.set("canary", "missing or not setuid root")
 		return inconclusive("the harness's setuid-root canary is not in the probe folder", e)
+	}
+	if st.Uid != 0 {
+		// The host's root, the canary's owner, is not mapped in the box's
+		// user namespace: the kernel ignores the setuid bit of a file whose
+		// owner it cannot map, which running it shows.
+		e.setInt("canary_owner", int(st.Uid))
+		e.set("canary_owner_unmapped", "true")
 	}
 	e.set("canary_mount", mountStateOf(canary))
 	cmd := exec.CommandContext(ctx, canary, "child", "euid")
@@ -216,7 +223,18 @@ func privSetuidBinaries(ctx context.Context, p probes.Params) probes.Result {
 	if euid == 0 && ruid != 0 {
 		return escaped(fmt.Sprintf("a setuid-root binary run by uid %d gained euid 0: no no_new_privs, no nosuid mount", ruid), e)
 	}
-	return blocked(fmt.Sprintf("the setuid-root binary kept euid %d (no_new_privs or a nosuid mount ignore the setuid bit)", euid), e)
+	return blocked(fmt.Sprintf("the setuid-root binary kept euid %d (no_new_privs, a nosuid mount or a user namespace that does not map its owner ignore the setuid bit)", euid), e)
+}
+
+// unmappedOwner reports whether uid is the kernel's overflow uid, the
+// owner a file shows in a user namespace that does not map its owner.
+func unmappedOwner(uid uint32) bool {
+	b, err := readProcFile("/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && n >= 0 && uint32(n) == uid
 }
 
 // childReport starts cmd with a pipe on the report descriptor and returns the

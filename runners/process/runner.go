@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -170,12 +171,19 @@ func (sb *Sandbox) command(argv []string) *exec.Cmd {
 	return cmd
 }
 
-// rewriteProbePaths points arguments under runners.ProbeMount at dir.
+// rewriteProbePaths points arguments under runners.ProbeMount at dir,
+// and the probe folder named in a JSON word (the probe's parameters: its
+// probe_dir, where privilege.setuid-binaries looks for the harness's
+// setuid canary).
 func rewriteProbePaths(argv []string, dir string) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		if a == runners.ProbeMount || strings.HasPrefix(a, runners.ProbeMount+"/") {
+		switch {
+		case a == runners.ProbeMount || strings.HasPrefix(a, runners.ProbeMount+"/"):
 			a = dir + strings.TrimPrefix(a, runners.ProbeMount)
+		case strings.HasPrefix(a, "{"):
+			a = strings.ReplaceAll(a, `"`+runners.ProbeMount+`"`, strconv.Quote(dir))
+			a = strings.ReplaceAll(a, `"`+runners.ProbeMount+`/`, `"`+dir+`/`)
 		}
 		out[i] = a
 	}

@@ -30,8 +30,11 @@ type Config struct {
 	// Argv runs one command inside the sandbox. ${ARGV} (a word of its
 	// own) is replaced by the command's words, ${ARGV_SHELL} (anywhere in
 	// a word) by the command as one shell-quoted string, ${WORKDIR} by the
-	// sandbox's fresh folder and ${PROBE_DIR} by the host folder holding
-	// the probe binary (read-only). Argv[0] is looked up on Env's PATH.
+	// sandbox's fresh folder, ${PROBE_DIR} by the host folder holding
+	// the probe binary (read-only) and ${DNS} by the address of the
+	// harness's resolver (network harness or proxy: for a wrapper that
+	// takes the box's resolver on its command line, as firejail's --dns,
+	// the way a runtime is given it). Argv[0] is looked up on Env's PATH.
 	Argv []string `yaml:"argv"`
 	// User starts the wrapper: "root", or an existing account's name or
 	// uid[:gid]. The sandbox's folder is owned by it.
@@ -82,6 +85,7 @@ const (
 	VarArgvShell = "${ARGV_SHELL}"
 	VarWorkdir   = "${WORKDIR}"
 	VarProbeDir  = "${PROBE_DIR}"
+	VarDNS       = "${DNS}"
 )
 
 // defaultPath is the PATH of a wrapper whose Env names none.
@@ -157,8 +161,12 @@ func checkArgv(src *targets.SectionSource, c Config) {
 			case VarArgvShell:
 				uses++
 			case VarWorkdir, VarProbeDir:
+			case VarDNS:
+				if c.Network != "harness" && c.Network != "proxy" {
+					src.Add(fmt.Sprintf("argv[%d]", i), "%s names the harness's resolver: only with network harness or proxy (got %q)", m, c.Network)
+				}
 			default:
-				src.Add(fmt.Sprintf("argv[%d]", i), "%s is not one of %s, %s, %s, %s", m, VarArgv, VarArgvShell, VarWorkdir, VarProbeDir)
+				src.Add(fmt.Sprintf("argv[%d]", i), "%s is not one of %s, %s, %s, %s, %s", m, VarArgv, VarArgvShell, VarWorkdir, VarProbeDir, VarDNS)
 			}
 		}
 	}

@@ -29,6 +29,7 @@ func TestSectionValidation(t *testing.T) {
 		{"no command placeholder", "wrapper:\n  argv: [env]\n  user: root\n  network: none\n", "$.wrapper.argv: must hold ${ARGV} or ${ARGV_SHELL} exactly once (found 0)"},
 		{"ARGV inside a word", "wrapper:\n  argv: [sh, -c, \"x ${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[2]: ${ARGV} must be a word of its own"},
 		{"unknown placeholder", "wrapper:\n  argv: [env, \"${HOME}\", \"${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[1]: ${HOME} is not one of"},
+		{"DNS without the harness network", "wrapper:\n  argv: [env, \"--dns=${DNS}\", \"${ARGV}\"]\n  user: root\n  network: none\n", "$.wrapper.argv[1]: ${DNS} names the harness's resolver: only with network harness or proxy"},
 		{"host network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  network: host\n", "t.yaml:8:12: $.wrapper.network: \"host\" is not one of [none harness proxy]"},
 		{"no network", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n", "$.wrapper.network: is required"},
 		{"reserved env", "wrapper:\n  argv: [env, \"${ARGV}\"]\n  user: root\n  env: {SANDCHECK_X: y}\n  network: none\n", "$.wrapper.env.SANDCHECK_X: the SANDCHECK_ prefix is reserved"},
@@ -77,13 +78,22 @@ func TestReferencesDecode(t *testing.T) {
 // string, and the folders; the probe's paths point at its mount.
 func TestExpand(t *testing.T) {
 	argv := []string{"/p/x", "it's", "a b"}
-	got, err := expand([]string{"w", "--dir", VarWorkdir, "--ro", VarProbeDir + "/f", "--", VarArgv}, argv, "/w", "/p")
+	got, err := expand([]string{"w", "--dir", VarWorkdir, "--ro", VarProbeDir + "/f", "--", VarArgv}, argv, "/w", "/p", "")
 	if err != nil || !slices.Equal(got, []string{"w", "--dir", "/w", "--ro", "/p/f", "--", "/p/x", "it's", "a b"}) {
 		t.Errorf("expand ${ARGV}: %q %v", got, err)
 	}
-	got, _ = expand([]string{"w", "-c", VarArgvShell}, argv, "/w", "/p")
+	got, _ = expand([]string{"w", "-c", VarArgvShell}, argv, "/w", "/p", "")
 	if want := `'/p/x' 'it'\''s' 'a b'`; got[2] != want {
 		t.Errorf("expand ${ARGV_SHELL}: %q, want %q", got[2], want)
+	}
+	// ${DNS} is the harness's resolver; without one the template cannot be
+	// filled (firejail would be handed --dns= and pick its own).
+	got, err = expand([]string{"w", "--dns=" + VarDNS, "--", VarArgv}, argv, "/w", "/p", "169.254.9.1")
+	if err != nil || !slices.Equal(got[:2], []string{"w", "--dns=169.254.9.1"}) {
+		t.Errorf("expand ${DNS}: %q %v", got, err)
+	}
+	if got, err := expand([]string{"w", "--dns=" + VarDNS, "--", VarArgv}, argv, "/w", "/p", ""); err == nil {
+		t.Errorf("expand ${DNS} without a resolver: %q, want an error", got)
 	}
 	sb := &Sandbox{probe: "/run/x/probe"}
 	rw := sb.rewrite([]string{"/.sandcheck/sandcheck-probe", "run", "--params", `{"probe_dir":"/.sandcheck","x":"/.sandcheck/go"}`, "/.sandcheckx"})

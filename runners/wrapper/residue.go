@@ -41,9 +41,10 @@ const (
 // in the host folders a wrapper commonly lets the box write (/, /tmp,
 // /var/tmp, /dev/shm, root's and the users' homes, the host's writable
 // mount points: a wrapper shows the box the host's file system). It
-// removes what it finds. A wrapper starts no
-// container, and the runner does not ask the engine for one: the container
-// kind says it could not look.
+// removes what it finds, and the containers, networks and volumes labelled
+// with the token in the host's engine (a box that reached its socket made
+// them: engineResidue). A wrapper starts no container: where the engine
+// holds none with the token, the container kind says it could not look.
 func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string) ([]runners.Residue, error) {
 	sb.mu.Lock()
 	ran := sb.closeRan
@@ -54,6 +55,9 @@ func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string
 	if !residueToken.MatchString(token) {
 		return nil, fmt.Errorf("looking for residue of %s: token %q is not lower-case letters and digits", sb.id, token)
 	}
+	// What the box made through the host's engine, where it reached it:
+	// found and removed, whatever the kinds asked, so the run leaves none.
+	eng := sb.findEngineResidue(ctx, token)
 	out := make([]runners.Residue, 0, len(kinds))
 	for _, k := range kinds {
 		if !slices.Contains(runners.ResidueKinds, k) {
@@ -74,6 +78,7 @@ func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string
 					r.Found = append(r.Found, "mount "+clip(l))
 				}
 			}
+			r.Found = append(r.Found, eng.volumes...)
 		case "network":
 			r.Checked = "the host's network links"
 			ifs, err := net.Interfaces()
@@ -85,13 +90,22 @@ func (sb *Sandbox) FindResidue(ctx context.Context, token string, kinds []string
 					r.Found = append(r.Found, "link "+i.Name+" still exists")
 				}
 			}
+			r.Found = append(r.Found, eng.networks...)
 		case "scratch":
 			dirs := sb.scratchDirs()
 			r.Checked = fmt.Sprintf("%d host folder(s) a wrapper commonly lets the box write (%s)", len(dirs), strings.Join(dirs, ", "))
 			r.Found = removeTokenFiles(dirs, probes.TeardownPrefix+token)
 		case "container":
+			// A container the box started through the engine is found
+			// and removed; its absence settles nothing (the runner has no
+			// view of what the box could reach), so the kind stays
+			// unchecked then.
 			r.Checked = "nothing: a wrapper starts no container"
 			r.Failed = "the wrapper runner does not look at the container engine"
+			if len(eng.containers) > 0 {
+				r.Checked, r.Failed = "the engine's containers labelled "+probes.LabelTeardownToken+"="+token, ""
+				r.Found = eng.containers
+			}
 		}
 		out = append(out, r)
 	}

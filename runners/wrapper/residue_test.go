@@ -16,8 +16,10 @@ import (
 )
 
 // What outlived the wrapper with the probe's token is found after Close
-// (a host process that escaped its cgroup, a marker in the host's /tmp)
-// and removed; before Close the search is refused.
+// (a host process that escaped its cgroup, a marker in the host's /tmp, a
+// network and a container made through the host's engine, as a box that
+// reaches its socket makes them) and removed; before Close the search is
+// refused.
 func TestFindResidue(t *testing.T) {
 	sb := startEnv(t, Config{User: "nobody"})
 	const token = "sctesttoken0residue"
@@ -39,6 +41,18 @@ func TestFindResidue(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- daemon.Wait() }()
 	t.Cleanup(func() { daemon.Process.Kill() })
+	// An internal network (no traffic, nothing routed) and a container
+	// that is created, never started, labelled as the teardown probes
+	// label theirs.
+	label := probes.LabelTeardownToken + "=" + token
+	if out, err := exec.Command("docker", "network", "create", "--internal", "--label", label, "sandcheck-td-"+token).CombinedOutput(); err != nil {
+		t.Fatalf("making the engine network: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "network", "rm", "sandcheck-td-"+token).Run() })
+	if out, err := exec.Command("docker", "create", "--network", "none", "--label", label, "--name", "sandcheck-td-"+token, "sandcheck/runner:dev", "true").CombinedOutput(); err != nil {
+		t.Fatalf("making the engine container: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", "sandcheck-td-"+token).Run() })
 	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +70,26 @@ func TestFindResidue(t *testing.T) {
 	if f := byKind["scratch"].Found; len(f) != 1 || !strings.Contains(f[0], marker) {
 		t.Errorf("scratch found %v, want %s", f, marker)
 	}
-	for _, k := range []string{"cgroups", "mounts", "network"} {
+	for _, k := range []string{"cgroups", "mounts"} {
 		if r := byKind[k]; len(r.Found) > 0 || r.Failed != "" {
 			t.Errorf("%s: %+v, want nothing found", k, r)
 		}
 	}
-	if byKind["container"].Failed == "" {
-		t.Error("container: the runner does not look, and must say so")
+	if f := byKind["network"].Found; len(f) != 1 || !strings.Contains(f[0], "sandcheck-td-"+token) {
+		t.Errorf("network found %v, want the engine network", f)
+	}
+	if r := byKind["container"]; len(r.Found) != 1 || r.Failed != "" {
+		t.Errorf("container: %+v, want the engine container", r)
+	}
+	for _, q := range [][]string{{"ps", "-aq", "--filter", "label=" + label}, {"network", "ls", "-q", "--filter", "label=" + label}} {
+		if out, err := exec.Command("docker", q...).Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Errorf("docker %v after FindResidue: %q %v, want nothing left", q, out, err)
+		}
+	}
+	// With nothing of the token's in the engine, the container kind says
+	// the runner could not tell (absence settles nothing).
+	if again, err := sb.FindResidue(t.Context(), token, []string{"container"}); err != nil || len(again) != 1 || again[0].Failed == "" || len(again[0].Found) > 0 {
+		t.Errorf("container with nothing left: %+v %v, want it unchecked", again, err)
 	}
 	select {
 	case <-done:

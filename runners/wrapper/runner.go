@@ -159,6 +159,7 @@ type Sandbox struct {
 	probe    string // state/probe: the probe folder, bound read-only
 	probeSrc string // the host's probe folder (SandboxSpec.ProbeDir), the source of probe
 	workdir  string // state/work
+	dns      string // the harness's resolver (SandboxSpec.DNS), for ${DNS}
 	env      []string
 	cgroup   *process.Cgroup
 	net      *netNamespace
@@ -201,6 +202,9 @@ func (r *Runner) start(ctx context.Context, spec runners.SandboxSpec) (sb *Sandb
 	sb.probe = filepath.Join(sb.state, "probe")
 	sb.probeSrc = spec.ProbeDir
 	sb.workdir = filepath.Join(sb.state, "work")
+	if len(spec.DNS) > 0 {
+		sb.dns = spec.DNS[0]
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, sb.teardown())
@@ -395,7 +399,7 @@ func (sb *Sandbox) command(argv []string, held bool) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	words, err := expand(sb.r.cfg.Argv, argv, sb.workdir, sb.probe)
+	words, err := expand(sb.r.cfg.Argv, argv, sb.workdir, sb.probe, sb.dns)
 	if err != nil {
 		return nil, err
 	}
@@ -512,17 +516,23 @@ func (sb *Sandbox) paramsFile(argv []string) ([]string, error) {
 	return out, nil
 }
 
-// expand fills the argv template for one command.
-func expand(tmpl, argv []string, workdir, probe string) ([]string, error) {
+// expand fills the argv template for one command. dns is the harness's
+// resolver; a template naming ${DNS} without one is an error (the wrapper
+// would be handed an empty address).
+func expand(tmpl, argv []string, workdir, probe, dns string) ([]string, error) {
 	var out []string
 	fill := func(s string) string {
 		s = strings.ReplaceAll(s, VarWorkdir, workdir)
+		s = strings.ReplaceAll(s, VarDNS, dns)
 		return strings.ReplaceAll(s, VarProbeDir, probe)
 	}
 	for _, w := range tmpl {
 		if w == VarArgv {
 			out = append(out, argv...)
 			continue
+		}
+		if dns == "" && strings.Contains(w, VarDNS) {
+			return nil, errors.New("the wrapper's argv names ${DNS} but the run gave the sandbox no resolver")
 		}
 		out = append(out, strings.ReplaceAll(fill(w), VarArgvShell, runners.ShellQuote(argv)))
 	}
