@@ -139,7 +139,7 @@ func TestWithProxyPaths(t *testing.T) {
 	})
 	t.Run("no-proxy-path", func(t *testing.T) {
 		clearRouteEnv(t, nil)
-		p := probes.Params{WrapperProxy: true, OutsideAddr: "198.51.100.10"}
+		p := probes.Params{WrapperProxy: true, OutsideAddr: "127.0.0.1"}
 		r := withProxyPaths(t.Context(), "egress.udp", p, direct())
 		if r.Outcome != probes.Blocked || !strings.Contains(r.Evidence["paths"], "no proxy path: a UDP probe") {
 			t.Errorf("%s: %v", r.Outcome, r.Evidence)

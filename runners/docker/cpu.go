@@ -27,12 +27,7 @@ var errNoCPUAccounting = errors.New("no CPU accounting cgroup found for the cont
 // usage_usec), under the cgroupfs and systemd drivers' layouts.
 func (s *Sandbox) CPUUsed() (time.Duration, error) {
 	id := s.id
-	for _, p := range []string{
-		"/sys/fs/cgroup/cpuacct/docker/" + id + "/cpuacct.usage",
-		"/sys/fs/cgroup/cpu,cpuacct/docker/" + id + "/cpuacct.usage",
-		"/sys/fs/cgroup/cpuacct/system.slice/docker-" + id + ".scope/cpuacct.usage",
-		"/sys/fs/cgroup/cpu,cpuacct/system.slice/docker-" + id + ".scope/cpuacct.usage",
-	} {
+	for _, p := range containerCgroupFiles(id, []string{"cpuacct", "cpu,cpuacct"}, "cpuacct.usage") {
 		if b := bounded.ReadFile(p, 64); len(b) > 0 {
 			ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 			if err != nil {
@@ -41,19 +36,38 @@ func (s *Sandbox) CPUUsed() (time.Duration, error) {
 			return time.Duration(ns), nil
 		}
 	}
-	for _, dir := range []string{"/sys/fs/cgroup/docker/" + id, "/sys/fs/cgroup/system.slice/docker-" + id + ".scope"} {
-		b := bounded.ReadFile(filepath.Join(dir, "cpu.stat"), 4096)
+	for _, p := range containerCgroupFiles(id, nil, "cpu.stat") {
+		b := bounded.ReadFile(p, 4096)
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
 				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("reading %s/cpu.stat: %w", dir, err)
+					return 0, fmt.Errorf("reading %s: %w", p, err)
 				}
 				return time.Duration(us) * time.Microsecond, nil
 			}
 		}
 	}
 	return 0, fmt.Errorf("container %s: %w", id, errNoCPUAccounting)
+}
+
+// containerCgroupFiles are the paths of a container's cgroup file under
+// the cgroupfs and systemd drivers' layouts: under each cgroup v1
+// controller's hierarchy named (controllers), or, with none, cgroup v2's
+// unified one.
+func containerCgroupFiles(id string, controllers []string, file string) []string {
+	roots := []string{"/sys/fs/cgroup"}
+	if len(controllers) > 0 {
+		roots = roots[:0]
+		for _, c := range controllers {
+			roots = append(roots, "/sys/fs/cgroup/"+c)
+		}
+	}
+	var out []string
+	for _, r := range roots {
+		out = append(out, filepath.Join(r, "docker", id, file), filepath.Join(r, "system.slice", "docker-"+id+".scope", file))
+	}
+	return out
 }
 
 // Kill sends SIGKILL to the container's processes (the platform's watchdog

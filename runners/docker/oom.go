@@ -21,12 +21,8 @@ var errNoMemoryCgroup = errors.New("no memory cgroup found for the container")
 // cgroupfs and systemd drivers' layouts, as CPUUsed finds its cgroup.
 func (s *Sandbox) OOMKills() (uint64, error) {
 	id := s.id
-	for _, p := range []string{
-		"/sys/fs/cgroup/memory/docker/" + id + "/memory.oom_control",
-		"/sys/fs/cgroup/memory/system.slice/docker-" + id + ".scope/memory.oom_control",
-		"/sys/fs/cgroup/docker/" + id + "/memory.events",
-		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.events",
-	} {
+	paths := append(containerCgroupFiles(id, []string{"memory"}, "memory.oom_control"), containerCgroupFiles(id, nil, "memory.events")...)
+	for _, p := range paths {
 		b := bounded.ReadFile(p, 4096)
 		if len(b) == 0 {
 			continue

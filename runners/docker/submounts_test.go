@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
@@ -45,5 +46,20 @@ func TestHostSubmountsOfAReadOnlyRootBind(t *testing.T) {
 	// Nothing under a bind: nothing listed.
 	if got := hostSubmounts(points[2:], nil, table); len(got) != 0 {
 		t.Errorf("submounts with no bind holding them: %+v", got)
+	}
+}
+
+// The container's cgroup files are looked for under both drivers' layouts,
+// per cgroup v1 controller or in v2's unified hierarchy.
+func TestContainerCgroupFiles(t *testing.T) {
+	got := containerCgroupFiles("abc", []string{"memory"}, "memory.oom_control")
+	want := []string{"/sys/fs/cgroup/memory/docker/abc/memory.oom_control", "/sys/fs/cgroup/memory/system.slice/docker-abc.scope/memory.oom_control"}
+	if !slices.Equal(got, want) {
+		t.Errorf("v1: %v, want %v", got, want)
+	}
+	got = containerCgroupFiles("abc", nil, "cpu.stat")
+	want = []string{"/sys/fs/cgroup/docker/abc/cpu.stat", "/sys/fs/cgroup/system.slice/docker-abc.scope/cpu.stat"}
+	if !slices.Equal(got, want) {
+		t.Errorf("v2: %v, want %v", got, want)
 	}
 }
